@@ -1,0 +1,118 @@
+#include "core/hardware.h"
+
+#include "core/json_reader.h"
+#include "core/paths.h"
+
+namespace zs::core {
+
+Result<Hardware> load_hardware_file(const std::string& path) {
+  auto j = read_json_file(path);
+  if (!j) return j.error();
+  Hardware h;
+  h.file = path;
+  ObjectReader r(*j, path, "");
+  h.name = r.req_string("name");
+  h.source = r.req_string("source");
+  h.nodes = r.req_integer("nodes", 1, 1 << 20);
+  h.gpus_per_node = r.req_integer("gpus_per_node", 1, 1024);
+
+  ObjectReader g = r.req_object("gpu");
+  h.gpu.name = g.req_string("name");
+  h.gpu.memory_GiB = g.req_number("memory_GiB", 0.001, 1e6);
+  ObjectReader pt = g.req_object("peak_tflops");
+  h.gpu.peak_tflops_fp16 = pt.req_number("fp16", 1e-3, 1e7);
+  h.gpu.peak_tflops_bf16 = pt.req_number("bf16", 0, 1e7);  // 0: not supported (V100)
+  h.gpu.peak_tflops_fp32 = pt.req_number("fp32", 1e-3, 1e7);
+  h.gpu.hbm_GBps = g.req_number("hbm_GBps", 1e-3, 1e7);
+
+  ObjectReader c = r.req_object("cpu");
+  h.cpu.sockets = c.req_integer("sockets", 1, 64);
+  h.cpu.cores = c.req_integer("cores", 1, 1 << 16);
+  h.cpu.memory_GiB = c.req_number("memory_GiB", 0.001, 1e9);
+  h.cpu.memory_GBps = c.req_number("memory_GBps", 1e-3, 1e7);
+
+  ObjectReader n = r.req_object("nvme");
+  h.nvme.drives = n.req_integer("drives", 0, 1024);
+  h.nvme.capacity_GB_each = n.req_number("capacity_GB_each", 0, 1e9);
+  h.nvme.read_GBps_each = n.req_number("read_GBps_each", 0, 1e6);
+  h.nvme.write_GBps_each = n.req_number("write_GBps_each", 0, 1e6);
+  if (h.nvme.drives > 0 && (h.nvme.capacity_GB_each <= 0 || h.nvme.read_GBps_each <= 0 || h.nvme.write_GBps_each <= 0))
+    n.fail("drives", std::to_string(h.nvme.drives) +
+                         " drives need positive capacity_GB_each, read_GBps_each and write_GBps_each");
+
+  ObjectReader l = r.req_object("links");
+  h.links.pcie_h2d_GBps = l.req_number("pcie_h2d_GBps", 1e-3, 1e6);
+  h.links.pcie_d2h_GBps = l.req_number("pcie_d2h_GBps", 1e-3, 1e6);
+  h.links.pcie_host_GBps = l.req_number("pcie_host_GBps", 1e-3, 1e6);
+  h.links.nvlink_GBps = l.req_number("nvlink_GBps", 0, 1e6);
+  h.links.network_GBps_per_node = l.req_number("network_GBps_per_node", 0, 1e6);
+  h.links.network_latency_us = l.req_number("network_latency_us", 0, 1e6);
+  if (h.nodes > 1 && h.links.network_GBps_per_node <= 0)
+    l.fail("network_GBps_per_node", "must be positive when nodes > 1");
+
+  ObjectReader m = r.object({"measured"});
+  if (m.present()) {
+    auto& ms = h.measured;
+    ms.dram_triad_GBps = m.opt_number({"dram_triad_GBps"}, 1e-6, 1e7);
+    ms.dram_adam_pattern_GBps = m.opt_number({"dram_adam_pattern_GBps"}, 1e-6, 1e7);
+    ms.cpu_adam_params_per_s = m.opt_number({"cpu_adam_params_per_s"}, 1, 1e15);
+    ms.cpu_adam_threads = m.opt_integer({"cpu_adam_threads"}, 1, 1 << 16);
+    ms.nvme_read_GBps = m.opt_number({"nvme_read_GBps"}, 1e-6, 1e6);
+    ms.nvme_write_GBps = m.opt_number({"nvme_write_GBps"}, 1e-6, 1e6);
+    ms.aio_block_size = m.opt_integer({"aio_block_size"}, 512, int64_t{1} << 34);
+    ms.aio_queue_depth = m.opt_integer({"aio_queue_depth"}, 1, 1 << 16);
+    ms.gemm_efficiency = m.opt_number({"gemm_efficiency"}, 1e-6, 1.0);
+    ms.pcie_h2d_pageable_GBps = m.opt_number({"pcie_h2d_pageable_GBps"}, 1e-6, 1e6);
+    ms.pcie_d2h_pageable_GBps = m.opt_number({"pcie_d2h_pageable_GBps"}, 1e-6, 1e6);
+    ms.nccl_busbw_GBps = m.opt_number({"nccl_busbw_GBps"}, 1e-6, 1e6);
+  }
+  ZS_TRY(r.finish());
+  return h;
+}
+
+Result<Hardware> load_hardware(const std::string& name_or_path) {
+  auto p = resolve_input(name_or_path, InputKind::hardware);
+  if (!p) return p.error();
+  return load_hardware_file(*p);
+}
+
+std::string hardware_to_json(const Hardware& h) {
+  Json j;
+  j["name"] = h.name;
+  j["source"] = h.source;
+  j["nodes"] = h.nodes;
+  j["gpus_per_node"] = h.gpus_per_node;
+  j["gpu"] = {{"name", h.gpu.name},
+              {"memory_GiB", h.gpu.memory_GiB},
+              {"peak_tflops", {{"fp16", h.gpu.peak_tflops_fp16}, {"bf16", h.gpu.peak_tflops_bf16}, {"fp32", h.gpu.peak_tflops_fp32}}},
+              {"hbm_GBps", h.gpu.hbm_GBps}};
+  j["cpu"] = {{"sockets", h.cpu.sockets}, {"cores", h.cpu.cores}, {"memory_GiB", h.cpu.memory_GiB}, {"memory_GBps", h.cpu.memory_GBps}};
+  j["nvme"] = {{"drives", h.nvme.drives},
+               {"capacity_GB_each", h.nvme.capacity_GB_each},
+               {"read_GBps_each", h.nvme.read_GBps_each},
+               {"write_GBps_each", h.nvme.write_GBps_each}};
+  j["links"] = {{"pcie_h2d_GBps", h.links.pcie_h2d_GBps},       {"pcie_d2h_GBps", h.links.pcie_d2h_GBps},
+                {"pcie_host_GBps", h.links.pcie_host_GBps},     {"nvlink_GBps", h.links.nvlink_GBps},
+                {"network_GBps_per_node", h.links.network_GBps_per_node}, {"network_latency_us", h.links.network_latency_us}};
+  Json m = Json::object();
+  const auto& ms = h.measured;
+  auto put = [&](const char* k, const auto& v) {
+    if (v) m[k] = *v;
+  };
+  put("dram_triad_GBps", ms.dram_triad_GBps);
+  put("dram_adam_pattern_GBps", ms.dram_adam_pattern_GBps);
+  put("cpu_adam_params_per_s", ms.cpu_adam_params_per_s);
+  put("cpu_adam_threads", ms.cpu_adam_threads);
+  put("nvme_read_GBps", ms.nvme_read_GBps);
+  put("nvme_write_GBps", ms.nvme_write_GBps);
+  put("aio_block_size", ms.aio_block_size);
+  put("aio_queue_depth", ms.aio_queue_depth);
+  put("gemm_efficiency", ms.gemm_efficiency);
+  put("pcie_h2d_pageable_GBps", ms.pcie_h2d_pageable_GBps);
+  put("pcie_d2h_pageable_GBps", ms.pcie_d2h_pageable_GBps);
+  put("nccl_busbw_GBps", ms.nccl_busbw_GBps);
+  if (!m.empty()) j["measured"] = m;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace zs::core

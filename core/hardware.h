@@ -1,0 +1,80 @@
+// Hardware: a machine profile (configs/hardware/*.json) — GPUs, CPU/DRAM, NVMe, links — with units in key
+// names. Optional "measured" figures (written by `zerosim probe`) override documented defaults in the simulator.
+//   Result<Hardware> h = load_hardware("dgx-a100-80gb");
+//   double hbm = h->gpu.memory_bytes();
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+
+namespace zs::core {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGB = 1e9;
+
+struct GpuSpec {
+  std::string name;
+  double memory_GiB = 0;
+  double peak_tflops_fp16 = 0, peak_tflops_bf16 = 0, peak_tflops_fp32 = 0;
+  double hbm_GBps = 0;
+  int64_t memory_bytes() const { return static_cast<int64_t>(memory_GiB * kGiB); }
+};
+
+struct CpuSpec {
+  int64_t sockets = 1;
+  int64_t cores = 0;  // per node, all sockets
+  double memory_GiB = 0;  // per node
+  double memory_GBps = 0;
+  int64_t memory_bytes() const { return static_cast<int64_t>(memory_GiB * kGiB); }
+};
+
+struct NvmeSpec {
+  int64_t drives = 0;  // per node; 0 = no NVMe
+  double capacity_GB_each = 0;
+  double read_GBps_each = 0, write_GBps_each = 0;
+  int64_t capacity_bytes() const { return static_cast<int64_t>(drives * capacity_GB_each * kGB); }
+};
+
+struct LinkSpec {
+  double pcie_h2d_GBps = 0, pcie_d2h_GBps = 0;  // per GPU, pinned
+  double pcie_host_GBps = 0;    // shared host uplink per node (all GPUs together)
+  double nvlink_GBps = 0;       // per GPU, per direction; 0 = none (PCIe peer traffic)
+  double network_GBps_per_node = 0;
+  double network_latency_us = 0;
+};
+
+// Figures measured on the machine (`zerosim probe`); every one optional. Files without them keep loading.
+struct MeasuredSpec {
+  std::optional<double> dram_triad_GBps;
+  std::optional<double> dram_adam_pattern_GBps;
+  std::optional<double> cpu_adam_params_per_s;  // all threads
+  std::optional<int64_t> cpu_adam_threads;
+  std::optional<double> nvme_read_GBps, nvme_write_GBps;  // per node, through the swapper
+  std::optional<int64_t> aio_block_size, aio_queue_depth;
+  std::optional<double> gemm_efficiency;  // achieved / peak for training-shaped GEMMs
+  std::optional<double> pcie_h2d_pageable_GBps, pcie_d2h_pageable_GBps;
+  std::optional<double> nccl_busbw_GBps;
+};
+
+struct Hardware {
+  std::string name;
+  std::string source;  // where the figures come from (datasheet, measurement)
+  std::string file;    // path it was loaded from
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 1;
+  GpuSpec gpu;
+  CpuSpec cpu;
+  NvmeSpec nvme;
+  LinkSpec links;
+  MeasuredSpec measured;
+};
+
+Result<Hardware> load_hardware_file(const std::string& path);
+Result<Hardware> load_hardware(const std::string& name_or_path);
+// The profile as JSON text in the file format (measured block only when something is set).
+std::string hardware_to_json(const Hardware& h);
+
+}  // namespace zs::core
