@@ -27,12 +27,6 @@ std::pair<size_t, size_t> line_col(const std::string& text, size_t byte) {
   return {line, col};
 }
 
-std::string names_text(std::initializer_list<const char*> names) {
-  std::string out;
-  for (const char* n : names) out += (out.empty() ? "" : " / ") + std::string(n);
-  return out;
-}
-
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;

@@ -24,7 +24,7 @@ struct ModelSpec {
   int64_t hidden = 0;
   int64_t heads = 0;
   int64_t kv_heads = 0;     // == heads for MHA; < heads for GQA/MQA
-  int64_t head_dim = 0;     // hidden / heads unless the file says otherwise
+  int64_t head_dim = 0;     // hidden / heads unless the file says otherwise (0 here means "derive"; loaders fill it)
   int64_t ffn_hidden = 0;   // MLP inner size (per projection for SwiGLU)
   int64_t vocab = 0;
   int64_t max_seq_len = 0;
@@ -35,8 +35,23 @@ struct ModelSpec {
   bool mlp_bias = false;       // biases on MLP linears (GPT-2: true; LLaMA: false)
   bool attn_out_bias = false;  // bias on the attention output projection (GPT-2: true)
   bool norm_bias = true;       // LayerNorm has a bias; RMSNorm never does
+  Position position = Position::learned;  // learned adds a [max_seq_len, hidden] table; rope has no parameters
+  std::string description;     // free text from the file, for people
   std::string source;          // where the file came from (path), for provenance
 };
+
+// Largest sizes a file may give. At these caps every count stays below 2^60 (a block is at most
+// ~8·hidden·max(ffn, heads·head_dim) ≤ 2^45 parameters, times 10^4 layers), so int64 arithmetic never overflows.
+namespace model_limits {
+inline constexpr int64_t layers = 10000;
+inline constexpr int64_t hidden = int64_t{1} << 20;
+inline constexpr int64_t heads = int64_t{1} << 16;
+inline constexpr int64_t head_dim = int64_t{1} << 16;
+inline constexpr int64_t attn_width = int64_t{1} << 22;  // heads · head_dim
+inline constexpr int64_t ffn_hidden = int64_t{1} << 22;
+inline constexpr int64_t vocab = int64_t{1} << 24;
+inline constexpr int64_t max_seq_len = int64_t{1} << 24;
+}  // namespace model_limits
 
 // One parameter tensor. `module` is the DeepSpeed sub-module that owns it directly
 // (e.g. "h.3.attn.c_attn"); `layer` is the block index, or -1 for embeddings/final norm/head.
@@ -94,6 +109,9 @@ Result<ModelSpec> import_hf_config(const std::string& path);
 Result<ModelSpec> load_model_any(const std::string& path);
 // Resolve a name or path (see paths.h) and load it.
 Result<ModelSpec> load_model(const std::string& name_or_path);
+// zerosim's model JSON for `m` (every key written, head_dim explicit): turns an imported HF config into a
+// models/*.json file that load_model_file reads back to the same spec.
+std::string model_to_json(const ModelSpec& m);
 
 std::string to_string(Arch a);
 std::string to_string(Activation a);

@@ -1,0 +1,275 @@
+#include "core/model.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/json_reader.h"
+#include "core/paths.h"
+
+namespace zs::core {
+namespace {
+
+int64_t head_dim_of(const ModelSpec& m) {
+  if (m.head_dim > 0) return m.head_dim;
+  return m.heads > 0 ? m.hidden / m.heads : 0;
+}
+
+// Appends tensors in forward order. Names follow the HF checkpoints so a reader can match them against
+// `model.named_parameters()` line by line.
+class TableBuilder {
+ public:
+  explicit TableBuilder(const ModelSpec& m) : m_(m) {}
+
+  void add(const std::string& module, const char* leaf, int64_t layer, std::vector<int64_t> shape, bool matmul,
+           bool tied = false) {
+    TensorInfo t;
+    t.name = module + "." + leaf;
+    t.module = module;
+    t.layer = layer;
+    t.numel = 1;
+    for (int64_t d : shape) t.numel *= d;
+    t.shape = std::move(shape);
+    t.is_matmul = matmul;
+    t.tied = tied;
+    out_.push_back(std::move(t));
+  }
+  // A Linear/Conv1D: weight of `shape`, and a bias of `bias_len` when `bias`.
+  void linear(const std::string& module, int64_t layer, std::vector<int64_t> shape, bool bias, int64_t bias_len) {
+    add(module, "weight", layer, std::move(shape), true);
+    if (bias) add(module, "bias", layer, {bias_len}, false);
+  }
+  void norm(const std::string& module, int64_t layer) {
+    add(module, "weight", layer, {m_.hidden}, false);
+    if (m_.norm_bias) add(module, "bias", layer, {m_.hidden}, false);
+  }
+  std::vector<TensorInfo> take() { return std::move(out_); }
+
+ private:
+  const ModelSpec& m_;
+  std::vector<TensorInfo> out_;
+};
+
+// GPT-2 (GPT2LMHeadModel without the "transformer." prefix). Conv1D stores weights as [in, out].
+void gpt_tensors(const ModelSpec& m, TableBuilder& b) {
+  const int64_t h = m.hidden, q = m.heads * head_dim_of(m), kv = m.kv_heads * head_dim_of(m);
+  const int64_t f = m.ffn_hidden;
+  // SwiGLU on a GPT layout fuses gate and up into one c_fc, as GPT-2's c_attn fuses q, k and v.
+  const int64_t fc = m.activation == Activation::swiglu ? 2 * f : f;
+  b.add("wte", "weight", -1, {m.vocab, h}, false);
+  if (m.position == Position::learned) b.add("wpe", "weight", -1, {m.max_seq_len, h}, false);
+  for (int64_t i = 0; i < m.layers; ++i) {
+    const std::string p = "h." + std::to_string(i) + ".";
+    b.norm(p + "ln_1", i);
+    b.linear(p + "attn.c_attn", i, {h, q + 2 * kv}, m.qkv_bias, q + 2 * kv);
+    b.linear(p + "attn.c_proj", i, {q, h}, m.attn_out_bias, h);
+    b.norm(p + "ln_2", i);
+    b.linear(p + "mlp.c_fc", i, {h, fc}, m.mlp_bias, fc);
+    b.linear(p + "mlp.c_proj", i, {f, h}, m.mlp_bias, h);
+  }
+  b.norm("ln_f", -1);
+  b.add("lm_head", "weight", -1, {m.vocab, h}, true, m.tied_embeddings);
+}
+
+// LlamaForCausalLM (also Mistral and Qwen2). nn.Linear stores weights as [out, in].
+void llama_tensors(const ModelSpec& m, TableBuilder& b) {
+  const int64_t h = m.hidden, q = m.heads * head_dim_of(m), kv = m.kv_heads * head_dim_of(m);
+  const int64_t f = m.ffn_hidden;
+  b.add("model.embed_tokens", "weight", -1, {m.vocab, h}, false);
+  if (m.position == Position::learned) b.add("model.embed_positions", "weight", -1, {m.max_seq_len, h}, false);
+  for (int64_t i = 0; i < m.layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    b.norm(p + "input_layernorm", i);
+    b.linear(p + "self_attn.q_proj", i, {q, h}, m.qkv_bias, q);
+    b.linear(p + "self_attn.k_proj", i, {kv, h}, m.qkv_bias, kv);
+    b.linear(p + "self_attn.v_proj", i, {kv, h}, m.qkv_bias, kv);
+    b.linear(p + "self_attn.o_proj", i, {h, q}, m.attn_out_bias, h);
+    b.norm(p + "post_attention_layernorm", i);
+    // HF runs down(act(gate(x)) * up(x)): gate before up.
+    if (m.activation == Activation::swiglu) b.linear(p + "mlp.gate_proj", i, {f, h}, m.mlp_bias, f);
+    b.linear(p + "mlp.up_proj", i, {f, h}, m.mlp_bias, f);
+    b.linear(p + "mlp.down_proj", i, {h, f}, m.mlp_bias, h);
+  }
+  b.norm("model.norm", -1);
+  b.add("lm_head", "weight", -1, {m.vocab, h}, true, m.tied_embeddings);
+}
+
+Status fail_at(const std::string& file, const std::string& key, const std::string& what) {
+  return bad_input(file + ": " + key + ": " + what);
+}
+
+Status check_range(const std::string& file, const char* key, int64_t v, int64_t max) {
+  if (v < 1 || v > max)
+    return fail_at(file, key,
+                   std::to_string(v) + " is out of range: expected an integer in [1, " + std::to_string(max) + "]");
+  return {};
+}
+
+}  // namespace
+
+std::vector<TensorInfo> tensor_table(const ModelSpec& m) {
+  TableBuilder b(m);
+  if (m.arch == Arch::gpt) {
+    gpt_tensors(m, b);
+  } else {
+    llama_tensors(m, b);
+  }
+  return b.take();
+}
+
+std::vector<ModuleInfo> module_table(const ModelSpec& m) {
+  const auto tensors = tensor_table(m);
+  std::vector<ModuleInfo> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = tensors[i];
+    if (out.empty() || out.back().name != t.module) out.push_back(ModuleInfo{t.module, t.layer, 0, {}});
+    out.back().direct_params += t.numel;  // tied included: DeepSpeed sums module.parameters(recurse=False)
+    out.back().tensors.push_back(i);
+  }
+  return out;
+}
+
+int64_t parameter_count(const ModelSpec& m) {
+  int64_t n = 0;
+  for (const auto& t : tensor_table(m))
+    if (!t.tied) n += t.numel;
+  return n;
+}
+
+int64_t largest_layer_params(const ModelSpec& m) {
+  int64_t best = 0;
+  for (const auto& mod : module_table(m)) best = std::max(best, mod.direct_params);
+  return best;
+}
+
+int64_t block_params(const ModelSpec& m) {
+  int64_t n = 0;
+  for (const auto& t : tensor_table(m))
+    if (t.layer == 0) n += t.numel;
+  return n;
+}
+
+int64_t embedding_params(const ModelSpec& m) {
+  int64_t n = 0;
+  // Outside the blocks, the 2-D tensors are the embeddings and the head; the 1-D ones are the final norm.
+  for (const auto& t : tensor_table(m))
+    if (t.layer < 0 && t.shape.size() == 2 && !t.tied) n += t.numel;
+  return n;
+}
+
+FlopsPerToken flops_per_token(const ModelSpec& m, int64_t seq_len) {
+  FlopsPerToken f;
+  double matmul_numel = 0;
+  // A tied head still runs its GEMM: tied saves memory, not compute.
+  for (const auto& t : tensor_table(m))
+    if (t.is_matmul) matmul_numel += static_cast<double>(t.numel);
+  f.forward_gemm = 2.0 * matmul_numel;
+  f.forward_attention = 4.0 * static_cast<double>(m.layers) * static_cast<double>(seq_len) *
+                        static_cast<double>(m.heads) * static_cast<double>(head_dim_of(m));
+  return f;
+}
+
+Status validate_model(const ModelSpec& m, const std::string& file) {
+  namespace lim = model_limits;
+  if (m.name.empty()) return fail_at(file, "name", "must not be empty");
+  ZS_TRY(check_range(file, "layers", m.layers, lim::layers));
+  ZS_TRY(check_range(file, "hidden", m.hidden, lim::hidden));
+  ZS_TRY(check_range(file, "heads", m.heads, lim::heads));
+  ZS_TRY(check_range(file, "kv_heads", m.kv_heads, lim::heads));
+  ZS_TRY(check_range(file, "ffn_hidden", m.ffn_hidden, lim::ffn_hidden));
+  ZS_TRY(check_range(file, "vocab", m.vocab, lim::vocab));
+  ZS_TRY(check_range(file, "max_seq_len", m.max_seq_len, lim::max_seq_len));
+  if (m.head_dim != 0) {
+    ZS_TRY(check_range(file, "head_dim", m.head_dim, lim::head_dim));
+  } else if (m.hidden % m.heads != 0) {
+    return fail_at(file, "heads",
+                   std::to_string(m.heads) + " does not divide hidden " + std::to_string(m.hidden) +
+                       "; give head_dim explicitly for heads narrower or wider than hidden / heads");
+  }
+  if (m.heads * head_dim_of(m) > lim::attn_width)
+    return fail_at(file, "heads", "heads × head_dim = " + std::to_string(m.heads * head_dim_of(m)) + " exceeds " +
+                                      std::to_string(lim::attn_width));
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+    return fail_at(file, "kv_heads",
+                   std::to_string(m.kv_heads) + " does not divide heads " + std::to_string(m.heads) +
+                       " (grouped-query attention shares each KV head among heads / kv_heads query heads)");
+  if (m.norm == Norm::rmsnorm && m.norm_bias)
+    return fail_at(file, "norm_bias", "true is not allowed with norm \"rmsnorm\" (RMSNorm has no bias)");
+  return {};
+}
+
+Result<ModelSpec> load_model_file(const std::string& path) {
+  namespace lim = model_limits;
+  auto j = read_json_file(path);
+  if (!j) return j.error();
+  ObjectReader r(*j, path, "");
+  ModelSpec m;
+  m.source = path;
+  m.name = r.req_string("name");
+  m.arch = r.req_choice("arch", {"gpt", "llama"}) == "llama" ? Arch::llama : Arch::gpt;
+  m.layers = r.req_integer("layers", 1, lim::layers);
+  m.hidden = r.req_integer("hidden", 1, lim::hidden);
+  m.heads = r.req_integer("heads", 1, lim::heads);
+  m.kv_heads = r.req_integer("kv_heads", 1, lim::heads);
+  m.head_dim = r.integer({"head_dim"}, 0, 1, lim::head_dim);
+  m.ffn_hidden = r.req_integer("ffn_hidden", 1, lim::ffn_hidden);
+  m.vocab = r.req_integer("vocab", 1, lim::vocab);
+  m.max_seq_len = r.req_integer("max_seq_len", 1, lim::max_seq_len);
+  m.tied_embeddings = r.req_boolean("tied_embeddings");
+  m.activation = r.req_choice("activation", {"gelu", "swiglu"}) == "swiglu" ? Activation::swiglu : Activation::gelu;
+  m.norm = r.req_choice("norm", {"layernorm", "rmsnorm"}) == "rmsnorm" ? Norm::rmsnorm : Norm::layernorm;
+  m.qkv_bias = r.req_boolean("qkv_bias");
+  m.position = r.req_choice("position", {"learned", "rope"}) == "rope" ? Position::rope : Position::learned;
+  // The optional biases default to each architecture's reference layout (GPT-2: all biases; LLaMA: none).
+  m.mlp_bias = r.boolean({"mlp_bias"}, m.arch == Arch::gpt);
+  m.attn_out_bias = r.boolean({"attn_out_bias"}, m.arch == Arch::gpt);
+  m.norm_bias = r.boolean({"norm_bias"}, m.norm == Norm::layernorm);
+  m.description = r.string({"description"}, "");
+  ZS_TRY(r.finish());
+  ZS_TRY(validate_model(m, path));
+  if (m.head_dim == 0) m.head_dim = m.hidden / m.heads;
+  return m;
+}
+
+Result<ModelSpec> load_model_any(const std::string& path) {
+  auto j = read_json_file(path);
+  if (!j) return j.error();
+  if (j->is_object() && j->contains("model_type")) return import_hf_config(path);
+  return load_model_file(path);
+}
+
+Result<ModelSpec> load_model(const std::string& name_or_path) {
+  auto p = resolve_input(name_or_path, InputKind::model);
+  if (!p) return p.error();
+  return load_model_any(*p);
+}
+
+std::string model_to_json(const ModelSpec& m) {
+  nlohmann::ordered_json j;
+  j["name"] = m.name;
+  if (!m.description.empty()) j["description"] = m.description;
+  j["arch"] = to_string(m.arch);
+  j["layers"] = m.layers;
+  j["hidden"] = m.hidden;
+  j["heads"] = m.heads;
+  j["kv_heads"] = m.kv_heads;
+  j["head_dim"] = head_dim_of(m);
+  j["ffn_hidden"] = m.ffn_hidden;
+  j["vocab"] = m.vocab;
+  j["max_seq_len"] = m.max_seq_len;
+  j["tied_embeddings"] = m.tied_embeddings;
+  j["activation"] = to_string(m.activation);
+  j["norm"] = to_string(m.norm);
+  j["position"] = to_string(m.position);
+  j["qkv_bias"] = m.qkv_bias;
+  j["mlp_bias"] = m.mlp_bias;
+  j["attn_out_bias"] = m.attn_out_bias;
+  j["norm_bias"] = m.norm_bias;
+  return j.dump(2) + "\n";
+}
+
+std::string to_string(Arch a) { return a == Arch::llama ? "llama" : "gpt"; }
+std::string to_string(Activation a) { return a == Activation::swiglu ? "swiglu" : "gelu"; }
+std::string to_string(Norm n) { return n == Norm::rmsnorm ? "rmsnorm" : "layernorm"; }
+std::string to_string(Position p) { return p == Position::rope ? "rope" : "learned"; }
+
+}  // namespace zs::core
