@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@ struct OffloadOptimizerConfig {
   double ratio = 1.0;  // Twin-Flow: fraction on CPU; < 1 needs stage 3
   bool super_offload = false;
   double cpuadam_cores_perc = 0.8;
+  bool convert_grad_on_cpu = true;
 };
 
 // zero_optimization (DeepSpeedZeroConfig) — every key with its code default; numbers are elements.
@@ -108,6 +110,8 @@ struct OptimizerConfig {
   double weight_decay = 0.0;
   bool adam_w_mode = true;  // "Adam" defaults to AdamW mode in DeepSpeed
   bool bias_correction = true;
+  bool torch_adam = false;  // torch.optim.Adam(W) instead of FusedAdam / DeepSpeedCPUAdam
+  bool given = false;       // the file has an "optimizer" block (else the client's optimizer is used)
 };
 
 struct Fp16Config {
@@ -141,6 +145,7 @@ struct RunSettings {
   // gradient_accumulation_steps default 1); unset → HF's defaults, noted in Strategy::notes.
   std::optional<int64_t> hf_micro_batch;
   std::optional<int64_t> hf_grad_accum;
+  std::optional<Precision> hf_precision;  // HF --fp16 / --bf16 for fp16/bf16.enabled "auto"; unset → both false
   int64_t world() const { return nodes * gpus_per_node; }
 };
 
@@ -159,6 +164,13 @@ struct Strategy {
   bool zero_force_ds_cpu_optimizer = true;
   bool zero_allow_untested_optimizer = false;
   std::optional<Precision> grad_accum_dtype;  // data_types.grad_accum_dtype; unset → model dtype
+  std::optional<Precision> communication_data_type;  // unset → model dtype
+  bool prescale_gradients = false;
+  double gradient_predivide_factor = 1.0;
+  bool amp_enabled = false;  // apex AMP ("amp" block); incompatible with ZeRO and fp16/bf16
+  // Accepted DeepSpeed keys zerosim does not model (scheduler, monitors, zenflow, ...), as a ds_config-shaped
+  // JSON object text; resolved_config_json merges it back so the resolved file stays runnable.
+  std::string unmodelled_json = "{}";
   RunSettings run;
   // Human-readable notes about resolution: "auto" values and where they came from, DeepSpeed quirks applied
   // (e.g. "offload_optimizer.device nvme under stage 2 behaves as cpu").
@@ -181,5 +193,16 @@ std::string resolved_config_json(const Strategy& s);
 std::string to_string(OffloadDevice d);
 std::string to_string(Precision p);
 int64_t bytes_per_element(Precision p);
+
+class ObjectReader;
+// The parser is split over strategy.cpp and strategy_zero.cpp (size); these are its internal seams.
+namespace detail {
+// zero_optimization (or its absence) into s.zero; stage-dependent checks and notes; unmodelled keys go to
+// unmodelled["zero_optimization"]. Errors are recorded in the reader.
+void read_zero_optimization(ObjectReader& z, Strategy& s, nlohmann::json& unmodelled);
+void read_aio(ObjectReader& a, AioConfig& aio);
+nlohmann::ordered_json zero_optimization_to_json(const ZeroConfig& z);
+nlohmann::ordered_json aio_to_json(const AioConfig& a);
+}  // namespace detail
 
 }  // namespace zs::core
