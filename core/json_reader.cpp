@@ -101,18 +101,20 @@ Status write_file_atomic(const std::string& path, const std::string& text) {
 }
 
 std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates) {
+  // Score by edit distance; a substring match ("prefetch_bucket" in "stage3_prefetch_bucket_size") counts as
+  // close. Ties go to the smaller raw distance, so "stage3_prefetch_bucket" suggests the full key, not "stage".
   std::string best;
-  size_t best_d = std::string::npos;
+  std::pair<size_t, size_t> best_score{std::string::npos, std::string::npos};
   for (const auto& c : candidates) {
-    size_t d = edit_distance(word, c);
-    // A substring match ("prefetch_bucket" in "stage3_prefetch_bucket_size") is a good hint too.
-    if (c.find(word) != std::string::npos || word.find(c) != std::string::npos) d = std::min(d, size_t{2});
-    if (d < best_d) {
-      best_d = d;
+    const size_t raw = edit_distance(word, c);
+    size_t score = raw;
+    if (c.find(word) != std::string::npos || word.find(c) != std::string::npos) score = std::min(score, size_t{2});
+    if (std::pair{score, raw} < best_score) {
+      best_score = {score, raw};
       best = c;
     }
   }
-  if (best_d == std::string::npos || best_d > std::max<size_t>(3, word.size() / 2)) return "";
+  if (best_score.first == std::string::npos || best_score.first > std::max<size_t>(3, word.size() / 2)) return "";
   return best;
 }
 

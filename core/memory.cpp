@@ -1,0 +1,363 @@
+#include "core/memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/param_coordinator.h"
+
+namespace zs::core {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t align_up(int64_t a, int64_t b) { return b <= 1 ? a : ceil_div(a, b) * b; }
+
+// DeepSpeed's swap helpers (swap_tensor/utils.py): MIN_AIO_BYTES = 1 MiB, AIO_ALIGNED_BYTES = 1024.
+constexpr int64_t kMinAioBytes = 1 << 20;
+constexpr int64_t kAioAlignedBytes = 1024;
+
+struct Builder {
+  TierReport& t;
+  void add(const char* key, std::string label, int64_t bytes, bool pinned = false, bool transient = false) {
+    if (bytes <= 0) return;
+    t.items.push_back({key, std::move(label), bytes, pinned, transient});
+  }
+};
+
+std::string frac_label(int64_t world) { return world > 1 ? " (1/" + std::to_string(world) + " partition)" : ""; }
+
+}  // namespace
+
+std::string to_string(Tier t) {
+  switch (t) {
+    case Tier::gpu: return "gpu";
+    case Tier::cpu: return "cpu";
+    case Tier::nvme: return "nvme";
+  }
+  return "?";
+}
+
+int64_t TierReport::item(const std::string& key) const {
+  int64_t b = 0;
+  for (const auto& i : items)
+    if (i.key == key) b += i.bytes;
+  return b;
+}
+
+std::string format_bytes(int64_t bytes) {
+  char buf[64];
+  double b = static_cast<double>(bytes);
+  if (std::abs(b) >= 1024.0 * kGiB)
+    std::snprintf(buf, sizeof buf, "%.2f TiB", b / (1024.0 * kGiB));
+  else if (std::abs(b) >= kGiB)
+    std::snprintf(buf, sizeof buf, "%.1f GiB", b / kGiB);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024.0));
+  return buf;
+}
+
+ActivationBytes activation_bytes(const ModelSpec& m, const Strategy& s, const MemoryOptions& o) {
+  ActivationBytes a;
+  const int64_t sb = s.run.seq_len * s.micro_batch_per_gpu;
+  const int64_t e = bytes_per_element(s.model_dtype());  // activations are stored in the model dtype
+  const int64_t h = m.hidden, f = m.ffn_hidden;
+  const int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+  const bool dropout = m.arch == Arch::gpt;  // GPT-2 has dropout 0.1; LLaMA-family configs have none
+  const int64_t mask = dropout ? 1 : 0;      // a dropout mask is one byte per element
+  int64_t layer = 0;
+  layer += 2 * e * sb * h;                    // two norm inputs
+  layer += e * sb * h;                        // QKV projection input
+  layer += e * sb * (q + 2 * kv);             // Q, K, V
+  layer += e * sb * q;                        // attention output = out-projection input
+  layer += mask * sb * h;                     // attention-output dropout mask
+  if (o.flash_attention) {
+    layer += 4 * m.heads * sb;                // fp32 log-sum-exp per row
+  } else {
+    // softmax output, its dropout mask, dropout output: [b, a, s, s]
+    layer += (e + mask + (dropout ? e : 0)) * m.heads * sb * s.run.seq_len;
+  }
+  if (m.activation == Activation::swiglu) {
+    layer += e * sb * h + 4 * e * sb * f;     // MLP input, gate, up, silu(gate), product
+  } else {
+    layer += e * sb * h + 2 * e * sb * f;     // MLP input, fc output (gelu input), gelu output
+  }
+  layer += mask * sb * h;                     // MLP dropout mask
+  a.per_layer_full = layer;
+  a.per_layer_checkpoint = e * sb * h;
+  a.embedding = mask * sb * h;
+  // final norm input, head input, lp logits, fp32 logits for the loss, fp32 logit gradient
+  a.head_and_loss = 2 * e * sb * h + (e + 4 + 4) * sb * m.vocab;
+
+  const auto& ac = s.activation_checkpointing;
+  if (ac.enabled) {
+    const int64_t n_ckpt = std::clamp<int64_t>(ac.number_checkpoints.value_or(m.layers), 1, m.layers);
+    const int64_t segment = ceil_div(m.layers, n_ckpt);
+    const int64_t stored = n_ckpt * a.per_layer_checkpoint;
+    if (ac.cpu_checkpointing) a.cpu_checkpoints = stored;
+    a.gpu_peak = (ac.cpu_checkpointing ? a.per_layer_checkpoint : stored) + a.embedding +
+                 std::max(segment * a.per_layer_full, a.head_and_loss);
+  } else {
+    a.gpu_peak = m.layers * a.per_layer_full + a.embedding + a.head_and_loss;
+  }
+  return a;
+}
+
+PartitionSizes partition_sizes(const ModelSpec& m, const Strategy& s) {
+  PartitionSizes z;
+  const int64_t world = s.world();
+  const int stage = s.zero.stage;
+  z.params = parameter_count(m);
+  z.partition = stage >= 1 ? ceil_div(z.params, world) : z.params;
+  z.lp_bytes = bytes_per_element(s.model_dtype());
+  z.largest_module = largest_layer_params(m);
+  auto tensors = tensor_table(m);
+  for (const auto& t : tensors) z.largest_param = std::max(z.largest_param, t.numel);
+
+  if (stage < 3) {
+    z.largest_sub_group = z.partition;
+    return z;
+  }
+  // ZeRO-3 partitions each parameter separately; sub-groups close once they reach sub_group_size.
+  int64_t total = 0;
+  for (const auto& t : tensors)
+    if (!t.tied) total += ceil_div(t.numel, world);
+  int64_t group = 0;
+  for (const auto& t : tensors) {
+    if (t.tied) continue;
+    group += ceil_div(t.numel, world);
+    if (s.zero.sub_group_size < total && group >= s.zero.sub_group_size) {
+      z.largest_sub_group = std::max(z.largest_sub_group, group);
+      group = 0;
+    }
+  }
+  z.largest_sub_group = std::max(z.largest_sub_group, group);
+
+  if (s.zero.offload_param.device == OffloadDevice::nvme) {
+    // _create_param_groups_fp16_flat_cpu_memory: the first max_in_cpu partition elements stay in pinned CPU
+    // memory; swappable partitions (≥ max(1 MiB, aio block)) after that live on NVMe, padded for aio.
+    const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
+    const int64_t align_numel = std::max<int64_t>(1, kAioAlignedBytes * s.aio.intra_op_parallelism / z.lp_bytes);
+    const int64_t in_cpu_budget = std::min(total, s.zero.offload_param.max_in_cpu);
+    z.param_partition_in_cpu = in_cpu_budget;
+    int64_t cum = 0;
+    for (const auto& t : tensors) {
+      if (t.tied) continue;
+      const int64_t part = ceil_div(t.numel, world);
+      cum += part;
+      if (cum <= in_cpu_budget) continue;
+      if (part * z.lp_bytes < min_aio) {
+        z.param_partition_in_cpu += part;  // too small to swap: stays in CPU memory
+        continue;
+      }
+      z.param_partition_on_nvme += align_up(part, align_numel);
+      z.largest_nvme_param_partition = std::max(z.largest_nvme_param_partition, align_up(part, align_numel));
+    }
+  }
+  return z;
+}
+
+MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy& s, const MemoryOptions& o) {
+  MemoryReport r;
+  const ZeroConfig& z = s.zero;
+  const int stage = z.stage;
+  const int64_t world = s.world();
+  const int64_t n_local = s.run.gpus_per_node;
+  const PartitionSizes ps = partition_sizes(m, s);
+  r.sizes = ps;
+  const int64_t P = ps.params, p = ps.partition, lp = ps.lp_bytes;
+  const bool mixed = s.model_dtype() != Precision::fp32;
+  const int64_t master_b = (s.fp16.fp16_master_weights_and_grads || s.bf16.bf16_master_weights_and_grads) ? 2 : 4;
+  const int64_t state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
+  const int64_t gacc_b = bytes_per_element(s.grad_accum_dtype.value_or(s.model_dtype()));
+  const OffloadDevice opt_dev = z.offload_optimizer.device;
+  const OffloadDevice par_dev = stage == 3 ? z.offload_param.device : OffloadDevice::none;
+  const bool opt_off = opt_dev != OffloadDevice::none;
+  const bool pin_opt = z.offload_optimizer.pin_memory;
+  const double cpu_frac = (stage == 3 && opt_off) ? z.offload_optimizer.ratio : (opt_off ? 1.0 : 0.0);
+  const std::string part = frac_label(stage >= 1 ? world : 1);
+  const std::string dt = to_string(s.model_dtype());
+
+  TierReport& gpu_t = r.tier(Tier::gpu);
+  TierReport& cpu_rank = r.tier(Tier::cpu);  // per rank first, scaled to the node below
+  TierReport& nvme_rank = r.tier(Tier::nvme);
+  Builder gpu{gpu_t}, cpu{cpu_rank}, nvme{nvme_rank};
+  gpu_t.tier = Tier::gpu;
+  cpu_rank.tier = Tier::cpu;
+  nvme_rank.tier = Tier::nvme;
+
+  // --- Model states ------------------------------------------------------------------------------
+  if (stage == 0) {
+    gpu.add("lp_params", dt + " params", lp * P);
+    gpu.add("lp_grads", dt + " grads", lp * P);
+    if (mixed) {
+      gpu.add("fp32_master", "fp32 master params", master_b * P);
+      gpu.add("fp32_grads", "fp32 grads (flat master grads)", 4 * P);
+    }
+    gpu.add("adam_m_v", "Adam m and v", 2 * state_b * P);
+    gpu.add("comm_buckets", "all-reduce bucket (reduce_bucket_size)", lp * z.reduce_bucket_size, false, true);
+  } else if (stage <= 2) {
+    gpu.add("lp_params", dt + " params (full on every rank)", lp * P);
+    if (stage == 1) gpu.add("lp_grads", dt + " grads (full; stage 1 partitions only optimizer states)", lp * P);
+    if (!opt_off) {
+      if (stage == 2) gpu.add("lp_grads", dt + " grads" + part, lp * p);
+      gpu.add("fp32_grads", "fp32 grads" + part, 4 * p);
+      gpu.add("fp32_master", "fp32 master params" + part, master_b * p);
+      gpu.add("adam_m_v", "Adam m and v" + part, 2 * state_b * p);
+    } else {
+      cpu.add("fp32_master", "fp32 master params" + part, master_b * p, pin_opt);
+      cpu.add("fp32_grads", "fp32 grads" + part, 4 * p, true);
+      cpu.add("adam_m_v", "Adam m and v" + part + " (CPU Adam)", 2 * state_b * p);
+      cpu.add("lp_copy_back", dt + " copy-back buffer" + part, lp * p, true);
+      if (s.gradient_accumulation_steps > 1) cpu.add("grad_accum", dt + " grad accumulation" + part, lp * p, true);
+      gpu.add("offload_staging", "largest-param grad staging (temp_grad_buffer_for_gpu_offload)", lp * ps.largest_param);
+      cpu.add("offload_staging", "largest-param grad staging (temp_grad_buffer_for_cpu_offload)", lp * ps.largest_param, true);
+    }
+    if (z.contiguous_gradients)
+      gpu.add("comm_buckets",
+              "IPG reduce bucket" + std::string(z.overlap_comm ? " x2 (overlap_comm double buffer)" : ""),
+              lp * z.reduce_bucket_size * (z.overlap_comm ? 2 : 1));
+  } else {
+    // ZeRO-3
+    CoordinatorReplay rep = replay_coordinator(m, module_trace(m, s.activation_checkpointing.enabled), z);
+    r.zero3_peak_live_numel = rep.peak_live_numel;
+    r.zero3_persistent_numel = rep.persistent_numel;
+    if (par_dev == OffloadDevice::none) {
+      gpu.add("lp_params", dt + " param partitions" + part, lp * p);
+    } else if (par_dev == OffloadDevice::cpu) {
+      cpu.add("lp_params", dt + " param partitions" + part + " (offload_param cpu)", lp * p, z.offload_param.pin_memory);
+    } else {
+      cpu.add("lp_params", dt + " param partitions kept in CPU (max_in_cpu)", lp * ps.param_partition_in_cpu,
+              z.offload_param.pin_memory);
+      nvme.add("lp_params", dt + " param partitions swapped to NVMe", lp * ps.param_partition_on_nvme);
+      cpu.add("param_swap_buffers",
+              "param swap buffers (buffer_count x buffer_size)",
+              lp * z.offload_param.buffer_count * align_up(z.offload_param.buffer_size, kAioAlignedBytes / lp), true);
+      cpu.add("param_swap_reserve", "updated-param swap buffer (largest sub-group)",
+              lp * align_up(ps.largest_sub_group, kAioAlignedBytes / lp), true);
+      if (ps.largest_nvme_param_partition > z.offload_param.buffer_size)
+        r.problems.push_back("offload_param.buffer_size " + std::to_string(z.offload_param.buffer_size) +
+                             " elements is smaller than the largest NVMe parameter partition (" +
+                             std::to_string(ps.largest_nvme_param_partition) +
+                             " elements): DeepSpeed asserts \"More elements ... than buffer size\" (issue #3506); "
+                             "raise offload_param.buffer_size");
+    }
+    gpu.add("persistent_params", dt + " persistent params (numel <= param_persistence_threshold, full)",
+            lp * rep.persistent_numel);
+    if (z.zero_hpz_partition_size > 1)
+      gpu.add("hpz_secondary", "ZeRO++ hpZ secondary param partition", lp * ceil_div(P, z.zero_hpz_partition_size));
+    const double gpu_frac = 1.0 - cpu_frac;
+    if (!opt_off) {
+      gpu.add("lp_grads", dt + " grad partitions" + part, gacc_b * p);
+      gpu.add("fp32_master", "fp32 master params" + part, master_b * p);
+      gpu.add("adam_m_v", "Adam m and v" + part, 2 * state_b * p);
+      gpu.add("fp32_grads", "fp32 grads of one sub-group (optimizer step)", 4 * ps.largest_sub_group, false, true);
+    } else {
+      cpu.add("lp_grads", dt + " grad partitions (grad_partitions_flat_buffer)" + part, gacc_b * p, pin_opt);
+      const auto on_cpu = static_cast<int64_t>(std::llround(cpu_frac * static_cast<double>(p)));
+      const int64_t on_gpu = p - on_cpu;
+      if (on_gpu > 0) {
+        gpu.add("fp32_master", "fp32 master params (Twin-Flow GPU share)", master_b * on_gpu);
+        gpu.add("adam_m_v", "Adam m and v (Twin-Flow GPU share)", 2 * state_b * on_gpu);
+        gpu.add("fp32_grads", "fp32 grads (Twin-Flow GPU share)", 4 * on_gpu);
+      }
+      if (opt_dev == OffloadDevice::cpu) {
+        cpu.add("fp32_master", "fp32 master params" + part, master_b * on_cpu, pin_opt);
+        cpu.add("fp32_grads", "fp32 grads" + part, 4 * on_cpu, true);
+        cpu.add("adam_m_v", "Adam m and v" + part + " (CPU Adam)", 2 * state_b * on_cpu);
+      } else {
+        const int64_t align4 = kAioAlignedBytes * s.aio.intra_op_parallelism / 4;
+        nvme.add("fp32_master", "fp32 master params" + part, master_b * align_up(on_cpu, align4));
+        nvme.add("adam_m_v", "Adam m and v" + part, 2 * state_b * align_up(on_cpu, align4));
+        nvme.add("fp32_grads", "fp32 grads" + part, 4 * align_up(on_cpu, align4));
+        const int64_t count = z.offload_optimizer.buffer_count;
+        cpu.add("opt_swap_buffers", "optimizer swap buffers (buffer_count x largest sub-group, fp32)",
+                4 * count * align_up(ps.largest_sub_group, align4), true);
+        const int64_t need = (z.offload_optimizer.pipeline_read && z.offload_optimizer.pipeline_write) ? 12
+                             : (z.offload_optimizer.pipeline_read || z.offload_optimizer.pipeline_write) ? 8 : 4;
+        if (count < need)
+          r.problems.push_back("offload_optimizer.buffer_count " + std::to_string(count) + " < " + std::to_string(need) +
+                               " buffers the optimizer swapper needs with pipeline_read=" +
+                               (z.offload_optimizer.pipeline_read ? "true" : "false") +
+                               ", pipeline_write=" + (z.offload_optimizer.pipeline_write ? "true" : "false") +
+                               ": DeepSpeed asserts \"ran out of swap buffers, try increasing 'buffer_count'\"");
+      }
+      (void)gpu_frac;
+    }
+    gpu.add("comm_buckets", "IPG reduce-scatter bucket (reduce_bucket_size)", lp * z.reduce_bucket_size);
+    gpu.add("zero3_working_set",
+            "gathered params at the peak (prefetch " + std::to_string(z.prefetch_bucket_size) + ", reuse distance)",
+            lp * rep.peak_live_numel, false, true);
+    gpu.add("module_grads", "full grads of the largest module (before reduce-scatter)", lp * ps.largest_module, false,
+            true);
+  }
+
+  // --- Activations ------------------------------------------------------------------------------
+  r.activations = activation_bytes(m, s, o);
+  gpu.add("activations",
+          std::string("activations (micro batch ") + std::to_string(s.micro_batch_per_gpu) + ", seq " +
+              std::to_string(s.run.seq_len) + (s.activation_checkpointing.enabled ? ", checkpointed)" : ")"),
+          r.activations.gpu_peak, false, true);
+  cpu.add("activation_checkpoints", "activation checkpoints (cpu_checkpointing)", r.activations.cpu_checkpoints, true);
+
+  // --- Fixed costs ------------------------------------------------------------------------------
+  int64_t gpu_tensors = 0;
+  for (const auto& i : gpu_t.items) gpu_tensors += i.bytes;
+  gpu.add("allocator_reserve", "caching-allocator fragmentation reserve",
+          static_cast<int64_t>(o.allocator_reserve_frac * static_cast<double>(gpu_tensors)));
+  gpu.add("cuda_context", "CUDA context, cuBLAS workspace, NCCL buffers", static_cast<int64_t>(o.cuda_context_GiB * kGiB));
+  cpu.add("host_process", "framework process (Python, PyTorch, CUDA host libs)",
+          static_cast<int64_t>(o.host_process_GiB * kGiB));
+
+  // --- Per node: every local rank holds its own CPU and NVMe share --------------------------------
+  for (auto& i : cpu_rank.items) i.bytes *= n_local;
+  for (auto& i : nvme_rank.items) i.bytes *= n_local;
+  int64_t steady = 0;
+  for (const auto& i : cpu_rank.items) steady += i.bytes;
+  // Initialisation: without zero.Init each rank materialises the whole model in fp32 on the host
+  // (the estimator's 4·gpn term); under zero.Init one layer at a time. Pinned partitions already exist then.
+  const bool zi = stage == 3 && o.zero_init;
+  const int64_t materialise = 4 * (zi ? ps.largest_module : P);
+  const int64_t init_peak = n_local * (static_cast<int64_t>(o.host_process_GiB * kGiB) + materialise) +
+                            cpu_rank.item("lp_params");
+  if (init_peak > steady)
+    cpu.add("init_peak", std::string("init peak above steady state (fp32 ") + (zi ? "largest layer" : "model") +
+                             " per rank while building the model)",
+            init_peak - steady, false, true);
+
+  gpu_t.scope = "per GPU";
+  cpu_rank.scope = "per node";
+  nvme_rank.scope = "per node";
+  gpu_t.capacity_bytes = hw.gpu.memory_bytes();
+  cpu_rank.capacity_bytes = hw.cpu.memory_bytes();
+  nvme_rank.capacity_bytes = hw.nvme.capacity_bytes();
+  for (auto& t : r.tiers) {
+    t.required_bytes = 0;
+    t.pinned_bytes = 0;
+    for (const auto& i : t.items) {
+      t.required_bytes += i.bytes;
+      if (i.pinned) t.pinned_bytes += i.bytes;
+    }
+  }
+
+  // Verdict: the worst overflow binds; if everything fits, the tightest tier.
+  double worst = -1;
+  r.fits = r.problems.empty();
+  for (Tier t : kTiers) {
+    const auto& tr = r.tier(t);
+    if (tr.required_bytes == 0) continue;
+    if (!tr.fits()) r.fits = false;
+    double ratio = tr.capacity_bytes > 0 ? static_cast<double>(tr.required_bytes) / static_cast<double>(tr.capacity_bytes)
+                                         : 1e30;
+    if (ratio > worst) {
+      worst = ratio;
+      r.binding = t;
+    }
+  }
+  if (stage == 3 && o.zero_init) r.notes.push_back("ZeRO-3 model assumed built under deepspeed.zero.Init (as HF does)");
+  if (s.activation_checkpointing.partition_activations)
+    r.notes.push_back("partition_activations splits checkpoints across model-parallel ranks; without model parallelism it saves nothing");
+  if (o.flash_attention) r.notes.push_back("attention assumed memory-efficient (SDPA/flash): no s^2 score storage");
+  return r;
+}
+
+}  // namespace zs::core

@@ -1,0 +1,97 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/hardware.h"
+#include "core/json_reader.h"
+#include "core/paths.h"
+
+using namespace zs::core;
+
+namespace {
+
+std::string write_tmp(const std::string& name, const std::string& text) {
+  std::string path = "/tmp/zs_test_hw_" + name + ".json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kGood = R"({"name": "x", "source": "test", "nodes": 1, "gpus_per_node": 2,
+  "gpu": {"name": "g", "memory_GiB": 16, "peak_tflops": {"fp16": 100, "bf16": 100, "fp32": 10}, "hbm_GBps": 900},
+  "cpu": {"sockets": 1, "cores": 8, "memory_GiB": 64, "memory_GBps": 50},
+  "nvme": {"drives": 1, "capacity_GB_each": 1000, "read_GBps_each": 3, "write_GBps_each": 2},
+  "links": {"pcie_h2d_GBps": 12, "pcie_d2h_GBps": 12, "pcie_host_GBps": 24, "nvlink_GBps": 0,
+            "network_GBps_per_node": 0, "network_latency_us": 0}})";
+
+std::string error_of(const std::string& text, const std::string& name) {
+  auto h = load_hardware_file(write_tmp(name, text));
+  REQUIRE_FALSE(h.ok());
+  return h.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("every shipped hardware profile loads and round-trips", "[hardware]") {
+  auto files = shipped_inputs(InputKind::hardware);
+  REQUIRE(files.size() >= 7);
+  for (const auto& f : files) {
+    INFO(f);
+    auto h = load_hardware_file(f);
+    REQUIRE(h.ok());
+    CHECK(h->gpu.memory_bytes() > 0);
+    CHECK(!h->source.empty());
+    auto again = load_hardware_file(write_tmp("roundtrip", hardware_to_json(*h)));
+    REQUIRE(again.ok());
+    CHECK(again->gpu.memory_GiB == h->gpu.memory_GiB);
+    CHECK(again->nvme.capacity_bytes() == h->nvme.capacity_bytes());
+  }
+}
+
+TEST_CASE("hardware: units and capacities", "[hardware]") {
+  auto h = load_hardware("dgx2");
+  REQUIRE(h.ok());
+  CHECK(h->gpus_per_node == 16);
+  CHECK(h->gpu.memory_bytes() == int64_t{32} * 1024 * 1024 * 1024);
+  CHECK(h->cpu.memory_bytes() == int64_t{1536} * 1024 * 1024 * 1024);
+  CHECK(h->nvme.capacity_bytes() == int64_t{8} * 3840 * 1000000000);
+}
+
+TEST_CASE("hardware: measured block is optional and typed", "[hardware]") {
+  std::string with = std::string(kGood);
+  with.insert(with.rfind('}'), R"(, "measured": {"cpu_adam_params_per_s": 1.5e9, "nvme_read_GBps": 1.1})");
+  auto h = load_hardware_file(write_tmp("measured", with));
+  REQUIRE(h.ok());
+  CHECK(*h->measured.cpu_adam_params_per_s == 1.5e9);
+  CHECK_FALSE(h->measured.gemm_efficiency.has_value());
+  auto h2 = load_hardware_file(write_tmp("plain", kGood));
+  REQUIRE(h2.ok());
+  CHECK_FALSE(h2->measured.nvme_read_GBps.has_value());
+}
+
+TEST_CASE("hardware: bad input names file, path and what is allowed", "[hardware][bad-input]") {
+  std::string g = kGood;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string t = g;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  std::string e = error_of(replace("\"memory_GiB\": 16", "\"memory_GiB\": \"16\""), "type");
+  CHECK_THAT(e, Catch::Contains("zs_test_hw_type.json") && Catch::Contains("gpu.memory_GiB") && Catch::Contains("not a number"));
+  e = error_of(replace("\"cores\": 8", "\"cores\": 0"), "range");
+  CHECK_THAT(e, Catch::Contains("cpu.cores") && Catch::Contains("out of range"));
+  e = error_of(replace("\"hbm_GBps\"", "\"hbm_GBs\""), "unknown");
+  CHECK_THAT(e, Catch::Contains("gpu.hbm_GBs") || Catch::Contains("gpu.hbm_GBps"));
+  e = error_of(replace("\"sockets\": 1,", "\"sockets\": 1, \"memry_GiB\": 3,"), "unknown2");
+  CHECK_THAT(e, Catch::Contains("cpu.memry_GiB: unknown key") && Catch::Contains("did you mean \"memory_GiB\""));
+  e = error_of(replace("\"nodes\": 1,", ""), "missing");
+  CHECK_THAT(e, Catch::Contains("nodes: missing required key"));
+  e = error_of("{\"name\": \"x\",\n  \"source\": }", "malformed");
+  CHECK_THAT(e, Catch::Contains("zs_test_hw_malformed.json:2:") && Catch::Contains("malformed JSON"));
+  auto missing = load_hardware("/nonexistent/hw.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.error().message, Catch::Contains("/nonexistent/hw.json") && Catch::Contains("no such file"));
+  auto unknown_name = load_hardware("dgx3");
+  REQUIRE_FALSE(unknown_name.ok());
+  CHECK_THAT(unknown_name.error().message, Catch::Contains("shipped:") && Catch::Contains("dgx2"));
+}
