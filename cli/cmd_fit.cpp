@@ -1,0 +1,180 @@
+// `zerosim fit`: does (model, hardware, ds_config) fit, per tier, and what to change if not.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "core/estimator.h"
+#include "core/memory.h"
+
+namespace zs::cli {
+namespace {
+
+using nlohmann::json;
+
+json row_json(const core::EstimateRow& r) {
+  json j;
+  j["offload_param"] = r.offload_param ? json(*r.offload_param) : json(nullptr);
+  j["offload_optimizer"] = r.offload_optimizer;
+  j["zero_init"] = r.zero_init ? json(*r.zero_init) : json(nullptr);
+  j["per_cpu_bytes"] = r.per_cpu_bytes;
+  j["per_gpu_bytes"] = r.per_gpu_bytes;
+  return j;
+}
+
+json estimate_rows_json(const core::Estimate& e) {
+  json rows = json::array();
+  for (const auto& r : e.rows) rows.push_back(row_json(r));
+  return rows;
+}
+
+// DeepSpeed's estimator for the same setup, and the row matching this config when there is one.
+json deepspeed_estimate_json(const Inputs& in, const core::MemoryReport& r, std::string* human) {
+  const auto& z = in.strategy.zero;
+  json j;
+  j["stage"] = z.stage;
+  if (z.stage < 2) {
+    j["row"] = nullptr;
+    j["note"] = "DeepSpeed has no ZeRO-0/1 estimator (issue #5102)";
+    return j;
+  }
+  core::Estimate e = z.stage == 2
+                         ? core::estimate_zero2_all_cold(r.sizes.params, in.strategy.run.gpus_per_node, in.strategy.run.nodes)
+                         : core::estimate_zero3_all_cold(r.sizes.params, r.sizes.largest_module,
+                                                         in.strategy.run.gpus_per_node, in.strategy.run.nodes);
+  j["rows"] = estimate_rows_json(e);
+  j["quirks"] = e.quirks;
+  const std::string opt = z.offload_optimizer.device == core::OffloadDevice::none ? "none" : "cpu";
+  const std::string par = z.offload_param.device == core::OffloadDevice::none ? "none" : "cpu";
+  j["row"] = nullptr;
+  for (const auto& row : e.rows) {
+    if (row.offload_optimizer != opt) continue;
+    if (z.stage == 3 && (row.offload_param != par || row.zero_init != true)) continue;
+    j["row"] = row_json(row);
+    *human = "DeepSpeed estimator (model states only): per GPU " + core::format_bytes(row.per_gpu_bytes) + ", per node CPU " +
+             core::format_bytes(row.per_cpu_bytes);
+    break;
+  }
+  if (z.offload_optimizer.device == core::OffloadDevice::nvme || z.offload_param.device == core::OffloadDevice::nvme)
+    j["note"] = "the estimator has no NVMe rows: nvme is shown as its cpu row";
+  if (j["row"].is_null()) j["note"] = "the estimator skips this offload combination";
+  return j;
+}
+
+json fit_json(const Inputs& in, const core::MemoryReport& r, const std::vector<core::Suggestion>& sug, const json& est) {
+  json j;
+  j["fits"] = r.fits;
+  j["binding_tier"] = r.binding ? json(core::to_string(*r.binding)) : json(nullptr);
+  j["model"] = {{"name", in.model.name}, {"params", r.sizes.params}, {"largest_layer_params", r.sizes.largest_module}};
+  j["hardware"] = {{"name", in.hardware.name}, {"file", in.hardware.file}};
+  j["run"] = {{"nodes", in.strategy.run.nodes},
+              {"gpus_per_node", in.strategy.run.gpus_per_node},
+              {"seq_len", in.strategy.run.seq_len},
+              {"micro_batch_per_gpu", in.strategy.micro_batch_per_gpu},
+              {"gradient_accumulation_steps", in.strategy.gradient_accumulation_steps},
+              {"activation_checkpointing", in.strategy.activation_checkpointing.enabled}};
+  json tiers = json::object();
+  for (core::Tier t : core::kTiers) {
+    const auto& tr = r.tier(t);
+    json b = json::object();
+    for (const auto& i : tr.items) b[i.key] = b.value(i.key, int64_t{0}) + i.bytes;
+    tiers[core::to_string(t)] = {{"required_bytes", tr.required_bytes}, {"capacity_bytes", tr.capacity_bytes},
+                                 {"pinned_bytes", tr.pinned_bytes},     {"scope", tr.scope},
+                                 {"fits", tr.fits()},                   {"breakdown", b}};
+  }
+  j["tiers"] = tiers;
+  json s = json::array();
+  for (const auto& x : sug) s.push_back({{"text", x.text}, {"fits", x.fits}, {"cost_rank", x.cost_rank}});
+  j["suggestions"] = s;
+  j["problems"] = r.problems;
+  j["notes"] = r.notes;
+  for (const auto& n : in.strategy.notes) j["notes"].push_back(n);
+  j["deepspeed_estimate"] = est;
+  j["resolved_config"] = json::parse(core::resolved_config_json(in.strategy));
+  return j;
+}
+
+void print_human(const Inputs& in, const core::MemoryReport& r, const std::vector<core::Suggestion>& sug,
+                 const std::string& est_line) {
+  const auto& s = in.strategy;
+  std::printf("%s (%.2fB params) on %s: %lld node x %lld GPU, %s\n", in.model.name.c_str(), r.sizes.params / 1e9,
+              in.hardware.name.c_str(), static_cast<long long>(s.run.nodes), static_cast<long long>(s.run.gpus_per_node),
+              s.source.c_str());
+  std::printf("ZeRO-%d, optimizer %s, params %s, %s, seq %lld, micro batch %lld, GA %lld%s\n\n", s.zero.stage,
+              core::to_string(s.zero.offload_optimizer.device).c_str(), core::to_string(s.zero.offload_param.device).c_str(),
+              core::to_string(s.model_dtype()).c_str(), static_cast<long long>(s.run.seq_len),
+              static_cast<long long>(s.micro_batch_per_gpu), static_cast<long long>(s.gradient_accumulation_steps),
+              s.activation_checkpointing.enabled ? ", activation checkpointing" : "");
+  std::printf("  %-5s %12s %12s %6s  %-9s %s\n", "tier", "required", "capacity", "use", "scope", "largest items");
+  for (core::Tier t : core::kTiers) {
+    const auto& tr = r.tier(t);
+    if (tr.required_bytes == 0 && t == core::Tier::nvme) continue;
+    auto items = tr.items;
+    std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+    std::string top;
+    for (size_t i = 0; i < items.size() && i < 3; ++i)
+      top += (i ? ", " : "") + items[i].key + " " + core::format_bytes(items[i].bytes);
+    double use = tr.capacity_bytes > 0 ? 100.0 * tr.required_bytes / tr.capacity_bytes : 0;
+    std::printf("  %-5s %12s %12s %5.0f%%%s %-9s %s\n", core::to_string(t).c_str(),
+                core::format_bytes(tr.required_bytes).c_str(), core::format_bytes(tr.capacity_bytes).c_str(), use,
+                tr.fits() ? " " : "!", tr.scope.c_str(), top.c_str());
+  }
+  if (r.tier(core::Tier::cpu).pinned_bytes > 0)
+    std::printf("  (CPU pinned: %s — counts against ulimit -l)\n", core::format_bytes(r.tier(core::Tier::cpu).pinned_bytes).c_str());
+  std::printf("\n");
+  for (const auto& p : r.problems) std::printf("problem: %s\n", p.c_str());
+  if (r.fits) {
+    const auto& b = r.tier(*r.binding);
+    std::printf("verdict: FITS (tightest tier %s, %s headroom)\n", core::to_string(*r.binding).c_str(),
+                core::format_bytes(b.headroom_bytes()).c_str());
+  } else if (r.binding) {
+    const auto& b = r.tier(*r.binding);
+    std::printf("verdict: DOES NOT FIT (%s needs %s, has %s: short by %s)\n", core::to_string(*r.binding).c_str(),
+                core::format_bytes(b.required_bytes).c_str(), core::format_bytes(b.capacity_bytes).c_str(),
+                core::format_bytes(-b.headroom_bytes()).c_str());
+  }
+  if (!sug.empty()) {
+    std::printf("fixes, cheapest first:\n");
+    for (size_t i = 0; i < sug.size() && i < 8; ++i)
+      std::printf("  %s %s\n", sug[i].fits ? "✓" : "-", sug[i].text.c_str());
+  }
+  if (!est_line.empty()) std::printf("%s\n", est_line.c_str());
+  for (const auto& n : s.notes) std::printf("note: %s\n", n.c_str());
+}
+
+}  // namespace
+
+void add_fit(CLI::App& app, int& exit_code) {
+  struct Opts {
+    InputFlags in;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand("fit", "does it fit? per-tier memory (GPU, CPU, NVMe), the verdict and ranked fixes");
+  add_input_flags(*sub, o->in);
+  sub->add_flag("--json", o->json, "print the report as JSON");
+  sub->callback([o, &exit_code] {
+    auto in = load_inputs(o->in);
+    if (!in) {
+      std::cerr << "zerosim fit: " << in.error().message << "\n";
+      exit_code = exit_code_for(in.error());
+      return;
+    }
+    core::MemoryReport r = core::memory_model(in->model, in->hardware, in->strategy);
+    std::vector<core::Suggestion> sug = core::suggest_fixes(in->model, in->hardware, in->strategy);
+    std::string est_line;
+    json est = deepspeed_estimate_json(*in, r, &est_line);
+    if (o->json)
+      std::cout << fit_json(*in, r, sug, est).dump(2) << "\n";
+    else
+      print_human(*in, r, sug, est_line);
+    exit_code = r.fits ? 0 : 1;
+  });
+}
+
+}  // namespace zs::cli

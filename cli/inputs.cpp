@@ -1,0 +1,56 @@
+#include "cli/inputs.h"
+
+#include <CLI/CLI.hpp>
+
+namespace zs::cli {
+
+void add_input_flags(CLI::App& sub, InputFlags& f, bool model_required) {
+  auto* m = sub.add_option("-m,--model", f.model, "model: shipped name (zerosim models), models/*.json or a HF config.json");
+  if (model_required) m->required();
+  sub.add_option("--hardware", f.hardware, "hardware profile: shipped name (zerosim hardware) or path")
+      ->capture_default_str();
+  sub.add_option("-c,--ds-config", f.ds_config, "DeepSpeed config: shipped name (zerosim configs) or ds_config.json path")
+      ->required();
+  sub.add_option("--nodes", f.nodes, "nodes (default: the hardware profile's)");
+  sub.add_option("--gpus-per-node", f.gpus_per_node, "GPUs (ranks) per node (default: the hardware profile's)");
+  sub.add_option("--seq-len", f.seq_len, "sequence length (default: the model's max_seq_len)");
+  sub.add_option("--micro-batch", f.micro_batch, "value for \"auto\" micro batch (HF per_device_train_batch_size, default 8)");
+  sub.add_option("--grad-accum", f.grad_accum, "value for \"auto\" gradient_accumulation_steps (HF default 1)");
+  sub.add_flag("--checkpoint-activations", f.checkpoint_activations,
+               "activation checkpointing per block (HF gradient_checkpointing); implied by an activation_checkpointing block");
+}
+
+core::Result<Inputs> load_inputs(const InputFlags& f) {
+  Inputs in;
+  auto m = core::load_model(f.model);
+  if (!m) return m.error();
+  in.model = std::move(*m);
+  auto h = core::load_hardware(f.hardware);
+  if (!h) return h.error();
+  in.hardware = std::move(*h);
+
+  core::RunSettings run;
+  run.nodes = f.nodes > 0 ? f.nodes : in.hardware.nodes;
+  run.gpus_per_node = f.gpus_per_node > 0 ? f.gpus_per_node : in.hardware.gpus_per_node;
+  if (f.nodes < 0 || f.gpus_per_node < 0 || f.seq_len < 0 || f.micro_batch < 0 || f.grad_accum < 0)
+    return core::bad_input("--nodes, --gpus-per-node, --seq-len, --micro-batch and --grad-accum must be positive");
+  if (run.gpus_per_node > in.hardware.gpus_per_node)
+    return core::bad_input("--gpus-per-node " + std::to_string(run.gpus_per_node) + ": " + in.hardware.file + " has " +
+                           std::to_string(in.hardware.gpus_per_node) + " GPUs per node");
+  run.seq_len = f.seq_len > 0 ? f.seq_len : in.model.max_seq_len;
+  if (in.model.position == core::Position::learned && run.seq_len > in.model.max_seq_len)
+    return core::bad_input("--seq-len " + std::to_string(run.seq_len) + ": " + in.model.source +
+                           " has learned positions for at most max_seq_len " + std::to_string(in.model.max_seq_len));
+  run.hidden = in.model.hidden;
+  run.checkpoint_activations = f.checkpoint_activations;
+  if (f.micro_batch > 0) run.hf_micro_batch = f.micro_batch;
+  if (f.grad_accum > 0) run.hf_grad_accum = f.grad_accum;
+  auto s = core::load_strategy(f.ds_config, run);
+  if (!s) return s.error();
+  in.strategy = std::move(*s);
+  return in;
+}
+
+int exit_code_for(const core::Error& e) { return e.kind == core::ErrorKind::bad_input ? 2 : 3; }
+
+}  // namespace zs::cli

@@ -1,0 +1,45 @@
+// The three inputs every planning command takes (model, hardware, ds_config) plus the run flags outside
+// ds_config, resolved into core values with clear errors (exit 2).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/hardware.h"
+#include "core/model.h"
+#include "core/status.h"
+#include "core/strategy.h"
+
+namespace CLI {
+class App;
+}
+
+namespace zs::cli {
+
+struct InputFlags {
+  std::string model;
+  std::string hardware = "dgx2";
+  std::string ds_config;
+  int64_t nodes = 0;          // 0: from the hardware profile
+  int64_t gpus_per_node = 0;  // 0: from the hardware profile
+  int64_t seq_len = 0;        // 0: the model's max_seq_len
+  int64_t micro_batch = 0;    // for "auto" (HF per_device_train_batch_size); 0: HF default
+  int64_t grad_accum = 0;     // for "auto" (HF gradient_accumulation_steps); 0: HF default
+  bool checkpoint_activations = false;
+};
+
+struct Inputs {
+  core::ModelSpec model;
+  core::Hardware hardware;
+  core::Strategy strategy;
+};
+
+// Registers --model/-m, --hardware, --ds-config/-c, --nodes, --gpus-per-node, --seq-len, --micro-batch,
+// --grad-accum, --checkpoint-activations on a subcommand.
+void add_input_flags(CLI::App& sub, InputFlags& f, bool model_required = true);
+core::Result<Inputs> load_inputs(const InputFlags& f);
+
+// Exit code for a failed Result: 2 for bad input, 3 for I/O or internal faults.
+int exit_code_for(const core::Error& e);
+
+}  // namespace zs::cli
