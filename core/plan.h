@@ -1,0 +1,96 @@
+// Plan: the ops of one training step (every GA micro-step, then the optimizer step) for each rank, with their
+// dependencies and a memory ledger per tier. The simulator (sim/) and the engine (exec/) execute the same Plan.
+//   Plan p = make_plan(model, hw, strategy, {.schedule = Schedule::deepspeed});
+//   for (const Op& op : p.ops) ...            // topological order; op.deps point backwards
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/collectives.h"
+#include "core/memory.h"
+
+namespace zs::core {
+
+enum class Stream : uint8_t { compute, h2d, d2h, nvme_read, nvme_write, comm, cpu_adam };
+enum class OpKind : uint8_t {
+  forward, backward, recompute,        // compute on the GPU (gemm_flops + mem_bound_bytes)
+  h2d, d2h, nvme_read, nvme_write,     // transfers (bytes)
+  allgather, reduce_scatter, allreduce,  // collectives (bytes = full buffer; see collectives.h)
+  adam_cpu, adam_gpu,                  // optimizer on a partition (params in `elements`)
+  cast_cpu,                            // fp32 → lp copy-back / grad accumulation on the host (bytes)
+  alloc, release                       // pure ledger ops (no time): working-set fetch targets, frees
+};
+enum class Phase : uint8_t { forward, backward, optimizer };
+enum class Schedule : uint8_t { deepspeed, dpu, overlap };
+
+// A tensor the plan moves or updates. `home` is where it lives between uses.
+enum class TensorKind : uint8_t { lp_param, lp_grad, fp32_master, adam_m, adam_v, fp32_grad, activation };
+struct PlanTensor {
+  std::string name;      // "h.3.attn.c_attn.weight" (params), "h.3.act" (activations)
+  TensorKind kind = TensorKind::lp_param;
+  int32_t layer = -1;
+  int64_t numel = 0;     // per rank (a partition for partitioned states)
+  int64_t bytes = 0;
+  Tier home = Tier::gpu;
+  bool pinned = false;
+  bool persistent = false;  // ZeRO-3 persistence threshold: full copy stays on the GPU
+};
+
+struct Op {
+  uint32_t id = 0;
+  int32_t rank = 0;          // with symmetry, the representative rank (0)
+  Stream stream = Stream::compute;
+  OpKind kind = OpKind::forward;
+  Phase phase = Phase::forward;
+  int32_t layer = -1;        // block index; -1 embeddings/head/whole-model
+  int32_t micro_step = 0;    // GA micro-step; optimizer ops use the last
+  int32_t tensor = -1;       // index into Plan::tensors, -1 if none
+  int64_t bytes = 0;         // moved bytes (transfers, collectives' full buffer, host casts)
+  double gemm_flops = 0;     // compute: GEMM FLOPs (cost at GEMM efficiency)
+  int64_t mem_bound_bytes = 0;  // compute: HBM bytes of attention/norm/activation/loss/GPU-Adam work
+  int64_t elements = 0;      // optimizer ops: parameters updated
+  int32_t group_ranks = 1;   // collectives: ranks in the group
+  std::vector<uint32_t> deps;   // ids of ops this one waits for (all < id)
+  std::array<int64_t, 3> mem_delta{};  // bytes allocated (+) / freed (−) per tier when the op completes
+};
+
+struct StepBytes {
+  int64_t h2d = 0, d2h = 0, nvme_read = 0, nvme_write = 0, network = 0;  // per rank per step (network: wire bytes)
+};
+
+struct PlanOptions {
+  Schedule schedule = Schedule::deepspeed;
+  MemoryOptions memory;
+};
+
+struct Plan {
+  int64_t ranks = 1;              // data-parallel world size described
+  int64_t represented_ranks = 1;  // ranks whose ops are listed (1 with symmetry: one rank + collective descriptions)
+  Schedule schedule = Schedule::deepspeed;
+  std::vector<PlanTensor> tensors;
+  std::vector<Op> ops;
+  std::vector<std::array<int64_t, 3>> ledger;  // occupancy per tier after each op (program order), one rank / node
+  std::array<int64_t, 3> static_bytes{};       // allocated before the first op (model states, buffers, context)
+  std::array<int64_t, 3> peak_bytes{};         // max of static + ledger
+  std::array<int64_t, 3> capacity_bytes{};
+  StepBytes per_step;
+  bool feasible = true;
+  std::string infeasible_reason;  // "gpu overflows at op 1234 (backward layer 7): needs 33.1 GiB, has 32.0 GiB"
+  int64_t tokens_per_step = 0;    // global
+  double model_flops_per_step = 0;  // per rank, without recompute (for MFU)
+};
+
+// Pure and deterministic: the same inputs give the same plan byte for byte.
+Plan make_plan(const ModelSpec& m, const Hardware& hw, const Strategy& s, const PlanOptions& o = {});
+
+std::string to_string(Stream s);
+std::string to_string(OpKind k);
+std::string to_string(Phase p);
+std::string to_string(Schedule s);
+std::optional<Schedule> parse_schedule(const std::string& name);
+
+}  // namespace zs::core

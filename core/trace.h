@@ -1,0 +1,57 @@
+// Trace: what happened (or is predicted to happen) in one training step, op by op — the one schema the
+// simulator and the real engine both write, so `zerosim compare` can hold them side by side (docs/TRACE.md).
+//   Trace t; t.source = "simulate"; t.events.push_back({...}); write_trace_json(t, "pred.json");
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan.h"
+#include "core/status.h"
+
+namespace zs::core {
+
+struct TraceEvent {
+  uint32_t op = 0;  // Plan op id
+  int32_t rank = 0;
+  Stream stream = Stream::compute;
+  OpKind kind = OpKind::forward;
+  Phase phase = Phase::forward;
+  int32_t layer = -1;
+  int32_t micro_step = 0;
+  double start_s = 0, end_s = 0;
+  int64_t bytes = 0;
+  double flops = 0;
+};
+
+struct MemorySample {
+  double t_s = 0;
+  std::array<int64_t, 3> bytes{};  // gpu, cpu, nvme occupancy
+};
+
+struct Provenance {
+  std::string command_line;
+  std::string git_commit;
+  std::vector<std::pair<std::string, std::string>> input_hashes;  // file → sha256/fnv hex
+  std::vector<std::pair<std::string, std::string>> versions;      // library → version
+  std::string created_utc;
+};
+
+struct Trace {
+  std::string source;  // "simulate" | "train"
+  std::string schedule;
+  double step_time_s = 0;
+  std::vector<TraceEvent> events;
+  std::vector<MemorySample> memory;  // per tier over time (rank 0 / node 0)
+  std::array<int64_t, 3> peak_bytes{};
+  Provenance provenance;
+};
+
+// zerosim's trace JSON (docs/TRACE.md) and Chrome/Perfetto trace-event JSON.
+std::string trace_to_json(const Trace& t);
+Result<Trace> trace_from_json_file(const std::string& path);
+std::string trace_to_chrome_json(const Trace& t);
+
+}  // namespace zs::core
