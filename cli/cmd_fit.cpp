@@ -58,6 +58,8 @@ json deepspeed_estimate_json(const Inputs& in, const core::MemoryReport& r, std:
     j["row"] = row_json(row);
     *human = "DeepSpeed estimator (model states only): per GPU " + core::format_bytes(row.per_gpu_bytes) + ", per node CPU " +
              core::format_bytes(row.per_cpu_bytes);
+    if (z.offload_optimizer.device == core::OffloadDevice::nvme || z.offload_param.device == core::OffloadDevice::nvme)
+      *human += " (its offload=cpu row: the estimator has no NVMe rows)";
     break;
   }
   if (z.offload_optimizer.device == core::OffloadDevice::nvme || z.offload_param.device == core::OffloadDevice::nvme)

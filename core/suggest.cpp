@@ -209,38 +209,60 @@ std::vector<Suggestion> suggest_fixes(const ModelSpec& m, const Hardware& hw, co
     return a.cost_rank < b.cost_rank;
   });
 
-  // Nothing single fits: combine greedily, each time the change that lowers the pressure most.
+  // Nothing single fits: the cheapest pair that fits (by its dearest change, then the sum of ranks); failing
+  // that, combine greedily, each time taking the change that lowers the pressure most.
   if (out.empty() || !out.front().fits) {
-    Strategy cur = s;
-    MemoryReport cur_r = base;
-    std::string text;
-    int rank = 0;
-    for (int step = 0; step < 5 && !cur_r.fits; ++step) {
-      double best = pressure(cur_r);
-      std::optional<Strategy> pick;
-      std::string pick_what;
-      int pick_rank = 0;
-      for (const auto& c : candidates(m, hw, cur)) {
-        Strategy t = cur;
-        if (!c.apply(t)) continue;
-        MemoryReport r = memory_model(m, hw, t, o);
-        double p = pressure(r) + 0.01 * c.cost_rank;  // prefer cheaper among near-equal
-        if (p < best - 1e-9) {
-          best = p;
-          pick = t;
-          pick_what = c.what;
-          pick_rank = c.cost_rank;
-        }
+    const auto cands = candidates(m, hw, s);
+    std::optional<Suggestion> best_pair;
+    std::pair<int, int> best_cost{1 << 30, 1 << 30};
+    for (size_t i = 0; i < cands.size(); ++i) {
+      Strategy a = s;
+      if (!cands[i].apply(a)) continue;
+      for (const auto& second : candidates(m, hw, a)) {
+        if (second.what == cands[i].what) continue;
+        std::pair<int, int> cost{std::max(cands[i].cost_rank, second.cost_rank), cands[i].cost_rank + second.cost_rank};
+        if (cost >= best_cost) continue;
+        Strategy b = a;
+        if (!second.apply(b)) continue;
+        MemoryReport r = memory_model(m, hw, b, o);
+        if (!r.fits) continue;
+        best_cost = cost;
+        best_pair = Suggestion{cands[i].what + " + " + second.what + ": " + effect(base, r, bind), cost.first, true, b};
       }
-      if (!pick) break;
-      cur = *pick;
-      cur_r = memory_model(m, hw, cur, o);
-      text += (text.empty() ? "" : " + ") + pick_what;
-      rank = std::max(rank, pick_rank);
     }
-    if (!text.empty() && text.find(" + ") != std::string::npos)
-      out.insert(out.begin() + (cur_r.fits ? 0 : static_cast<long>(out.size())),
-                 Suggestion{text + ": " + effect(base, cur_r, bind) + verdict_tail(cur_r), rank, cur_r.fits, cur});
+    if (best_pair) {
+      out.insert(out.begin(), *best_pair);
+    } else {
+      Strategy cur = s;
+      MemoryReport cur_r = base;
+      std::string text;
+      int rank = 0;
+      for (int step = 0; step < 5 && !cur_r.fits; ++step) {
+        double best = pressure(cur_r);
+        std::optional<Strategy> pick;
+        std::string pick_what;
+        int pick_rank = 0;
+        for (const auto& c : candidates(m, hw, cur)) {
+          Strategy t = cur;
+          if (!c.apply(t)) continue;
+          double p = pressure(memory_model(m, hw, t, o)) + 0.01 * c.cost_rank;  // prefer cheaper among near-equal
+          if (p < best - 1e-9) {
+            best = p;
+            pick = t;
+            pick_what = c.what;
+            pick_rank = c.cost_rank;
+          }
+        }
+        if (!pick) break;
+        cur = *pick;
+        cur_r = memory_model(m, hw, cur, o);
+        text += (text.empty() ? "" : " + ") + pick_what;
+        rank = std::max(rank, pick_rank);
+      }
+      if (text.find(" + ") != std::string::npos)
+        out.insert(out.begin() + (cur_r.fits ? 0 : static_cast<long>(out.size())),
+                   Suggestion{text + ": " + effect(base, cur_r, bind) + verdict_tail(cur_r), rank, cur_r.fits, cur});
+    }
   }
   // Hardware facts close the list: what each overflowing tier needs as configured ("needs 1.3 TiB NVMe").
   for (Tier t : kTiers) {

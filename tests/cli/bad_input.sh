@@ -11,7 +11,7 @@ expect2() {  # expect2 "what" "fragment" args...
   if ! grep -qF -- "$frag" "$tmp/err"; then echo "FAIL [$what] stderr lacks '$frag':"; cat "$tmp/err"; fail=$((fail+1)); return; fi
   [ "$(wc -l <"$tmp/err")" -le 3 ] || { echo "FAIL [$what] more than 3 lines on stderr"; fail=$((fail+1)); }
 }
-printf '{"zero_optimization": {"stage": 3,\n "offload_optimizer": {"device": "nvmee"}}}' >"$tmp/bad_device.json"
+printf '{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3,\n "offload_optimizer": {"device": "nvmee"}}}' >"$tmp/bad_device.json"
 printf '{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2, "overlap_com": true}}' >"$tmp/unknown.json"
 printf '{"train_micro_batch_size_per_gpu": 1,\n  "zero_optimization": {"stage": 2,,}}' >"$tmp/malformed.json"
 printf '{"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1}' >"$tmp/batch.json"
