@@ -1,0 +1,80 @@
+// Cost model: how long one op of a Plan takes on one resource when it runs alone — GEMMs at a shape-dependent
+// efficiency, memory-bound work at HBM bandwidth, a launch overhead per kernel, CPU Adam, casts, link rates.
+//   CostModel c = cost_model_for(hw, Precision::fp16);  apply_model_shapes(c, model, micro_batch * seq_len);
+//   double t = compute_time_s(c, op);   // the simulator adds contention on top (sim/, docs/SIM.md)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/hardware.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/strategy.h"
+
+namespace zs::core {
+
+// Documented defaults for one GPU type (docs/SIM.md lists the sources). Matched by a substring of GpuSpec::name.
+struct GpuTypeDefaults {
+  const char* match;           // "V100", "A100", ... ("" = fallback)
+  int64_t sms;                 // streaming multiprocessors: one GEMM tile per SM per wave
+  int64_t tile_m, tile_n;      // cuBLAS's typical large-GEMM CTA tile
+  double gemm_efficiency_max;  // achieved / peak for large well-shaped GEMMs (cuBLAS microbenchmarks)
+  double hbm_efficiency;       // achieved / datasheet HBM bandwidth (STREAM-like copy kernels)
+  double kernel_launch_s;      // PyTorch eager dispatch + launch per kernel
+};
+const GpuTypeDefaults& gpu_type_defaults(const std::string& gpu_name);
+
+// Every figure the simulator uses, in SI units. Built from the hardware profile; `measured` values override.
+// `provenance` says, per figure, whether it is a datasheet value × default efficiency or a measurement.
+struct CostModel {
+  // GPU
+  double peak_flops = 0;               // dense peak for the training dtype (tensor cores for fp16/bf16)
+  double gemm_efficiency_max = 0.75;   // large GEMMs
+  bool gemm_efficiency_fixed = false;  // measured: one efficiency for every shape (no tile model)
+  int64_t sms = 80, tile_m = 128, tile_n = 128;
+  double hbm_Bps = 0;  // effective (datasheet × hbm_efficiency)
+  double kernel_launch_s = 5e-6;
+  int64_t kernels_per_block_forward = 14;  // LN, QKV, attention, out-proj, dropout, residual, LN, fc1, act, fc2, ...
+  // Shape-dependent GEMM efficiency per op family, from apply_model_shapes (gemm_efficiency_max until then).
+  double block_forward_efficiency = 0.75, block_backward_efficiency = 0.75, head_efficiency = 0.75;
+  double block_forward_gemm_flops = 0;  // one block's forward GEMM FLOPs per micro-batch (kernel counts)
+  // CPU (per node; all local ranks share it)
+  double cpu_adam_core_params_per_s = 0;  // cores × per-core SIMD rate
+  double cpu_adam_dram_params_per_s = 0;  // DRAM bound: dram_adam_Bps / adam_bytes_per_param
+  double cpu_adam_params_per_s = 0;       // min of the two, or measured
+  double adam_bytes_per_param = 28;       // fp32 p r/w 8, g r 4, m r/w 8, v r/w 8 (DEEPSPEED.md §4)
+  double dram_Bps = 0;                    // effective DRAM bandwidth for streaming host work (casts)
+  double gpu_adam_bytes_per_param = 30;   // fused GPU Adam: the 28 above + lp param write 2
+  // PCIe (per GPU, per direction) and the shared host uplink (per node, per direction)
+  double pcie_h2d_Bps = 0, pcie_d2h_Bps = 0, pcie_host_Bps = 0;
+  double pcie_h2d_pageable_Bps = 0, pcie_d2h_pageable_Bps = 0;
+  double pcie_latency_s = 10e-6;  // cudaMemcpyAsync issue + DMA setup
+  // NVMe (per node, all drives, through the async I/O path)
+  double nvme_read_Bps = 0, nvme_write_Bps = 0;
+  double nvme_latency_s = 50e-6;
+  // Interconnect: NVLink/NVSwitch per GPU per direction; NIC per node per direction
+  double nvlink_Bps = 0, nvlink_latency_s = 1e-6;
+  double nic_Bps = 0, nic_latency_s = 2e-6;
+  std::vector<std::pair<std::string, std::string>> provenance;  // figure → "datasheet 900 GB/s × 0.85" | "measured"
+};
+
+// Defaults for `hw` (GPU type table, efficiencies) with hw.measured applied. `dtype` picks the peak FLOP rate.
+CostModel cost_model_for(const Hardware& hw, Precision dtype);
+
+// GEMM efficiency (achieved/peak) for C[m,n] = A[m,k]·B[k,n]: wave quantisation of tile_m×tile_n tiles over the
+// SMs, a short-k penalty, and the HBM roofline for skinny shapes. The fixed measured value when one is set.
+double gemm_efficiency(const CostModel& c, int64_t m, int64_t n, int64_t k);
+
+// Fills the per-family efficiencies from the model's GEMM shapes at `tokens` = micro_batch × seq_len
+// (FLOP-weighted over QKV, out-proj, MLP; backward = dgrad + wgrad shapes; head = the vocabulary GEMM).
+void apply_model_shapes(CostModel& c, const ModelSpec& m, int64_t tokens);
+
+// Time alone on its resource for ops that execute (not transfers or collectives):
+// forward/backward/recompute on the GPU, adam_gpu (GPU), adam_cpu and cast_cpu (whole-node CPU). 0 for others.
+double compute_time_s(const CostModel& c, const Op& op);
+// Kernels an op launches (launch overhead = kernels × kernel_launch_s).
+int64_t kernel_count(const CostModel& c, const Op& op);
+
+}  // namespace zs::core

@@ -1,0 +1,375 @@
+#include "sim/summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "sim/executor.h"
+
+namespace zs::sim {
+namespace {
+
+using core::OpKind;
+using Interval = std::pair<double, double>;
+
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+double length(const std::vector<Interval>& m) {
+  double s = 0;
+  for (const auto& iv : m) s += iv.second - iv.first;
+  return s;
+}
+// |a ∩ b| for merged lists.
+double overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double s = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const double lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) s += hi - lo;
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
+  }
+  return s;
+}
+
+bool is_gpu_compute(OpKind k) {
+  return k == OpKind::forward || k == OpKind::backward || k == OpKind::recompute || k == OpKind::adam_gpu;
+}
+
+struct Category {
+  const char* key;
+  const char* label;
+};
+constexpr Category kCategories[] = {
+    {"cpu_adam", "CPU Adam"},           {"cpu_cast", "CPU casts"},  {"pcie_h2d", "PCIe host→GPU"},
+    {"pcie_d2h", "PCIe GPU→host"},      {"nvme_read", "NVMe read"}, {"nvme_write", "NVMe write"},
+    {"collectives", "GPU collectives"},
+};
+int category_of(OpKind k) {
+  switch (k) {
+    case OpKind::adam_cpu:
+      return 0;
+    case OpKind::cast_cpu:
+      return 1;
+    case OpKind::h2d:
+      return 2;
+    case OpKind::d2h:
+      return 3;
+    case OpKind::nvme_read:
+      return 4;
+    case OpKind::nvme_write:
+      return 5;
+    case OpKind::allgather:
+    case OpKind::reduce_scatter:
+    case OpKind::allreduce:
+      return 6;
+    default:
+      return -1;
+  }
+}
+
+std::string pct(double f) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f%%", 100.0 * f);
+  return b;
+}
+std::string gbps(double Bps) {
+  char b[32];
+  std::snprintf(b, sizeof b, Bps >= 10e9 ? "%.0f GB/s" : "%.1f GB/s", Bps / 1e9);
+  return b;
+}
+
+// Attributes every instant of [0, step) to a phase: the phase of the most recently started op still running on
+// rank 0, or, in a gap, of the next op to start. The three phases then sum to the step time.
+std::array<double, 3> phase_split(const std::vector<const core::TraceEvent*>& ev, double step) {
+  std::array<double, 3> out{};
+  if (ev.empty() || step <= 0) return out;
+  std::vector<const core::TraceEvent*> by_start(ev.begin(), ev.end());
+  std::stable_sort(by_start.begin(), by_start.end(), [](auto* a, auto* b) { return a->start_s < b->start_s; });
+  std::vector<double> cuts = {0.0, step};
+  for (auto* e : ev) {
+    cuts.push_back(e->start_s);
+    cuts.push_back(e->end_s);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::multimap<double, size_t> active_by_start;  // start → index in by_start
+  std::multimap<double, std::multimap<double, size_t>::iterator> ends;
+  size_t next = 0;
+  for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+    const double a = cuts[c], b = cuts[c + 1];
+    while (next < by_start.size() && by_start[next]->start_s <= a) {
+      if (by_start[next]->end_s > a) {
+        auto it = active_by_start.emplace(by_start[next]->start_s, next);
+        ends.emplace(by_start[next]->end_s, it);
+      }
+      ++next;
+    }
+    while (!ends.empty() && ends.begin()->first <= a) {
+      active_by_start.erase(ends.begin()->second);
+      ends.erase(ends.begin());
+    }
+    core::Phase ph;
+    if (!active_by_start.empty())
+      ph = by_start[std::prev(active_by_start.end())->second]->phase;
+    else if (next < by_start.size())
+      ph = by_start[next]->phase;
+    else
+      ph = by_start.back()->phase;
+    out[static_cast<size_t>(ph)] += b - a;
+  }
+  return out;
+}
+
+}  // namespace
+
+Summary summarize(const core::Plan& plan, const SimResult& sim, const SummaryOptions& o) {
+  Summary s;
+  const core::Trace& t = sim.trace;
+  const Topology& topo = sim.topology;
+  const core::CostModel& cost = sim.cost;
+  const double step = t.step_time_s;
+  const auto L = static_cast<double>(topo.shape.local_ranks);
+  s.step_time_s = step;
+  s.peak_bytes = t.peak_bytes;
+  s.target_efficiency = o.target_efficiency;
+
+  std::vector<int64_t> index_of;
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    if (plan.ops[k].id >= index_of.size()) index_of.resize(plan.ops[k].id + 1, -1);
+    index_of[plan.ops[k].id] = static_cast<int64_t>(k);
+  }
+  auto op_of = [&](const core::TraceEvent& e) -> const core::Op& {
+    return plan.ops[static_cast<size_t>(index_of[e.op])];
+  };
+
+  // Rank 0: compute intervals, category intervals, phases.
+  std::vector<const core::TraceEvent*> r0;
+  std::vector<Interval> compute;
+  std::array<std::vector<Interval>, std::size(kCategories)> cat;
+  double hw_flops = 0;
+  std::array<double, std::size(kCategories)> bytes_r0{};
+  double adam_elements_r0 = 0;
+  for (const auto& e : t.events) {
+    if (e.rank != 0) continue;
+    r0.push_back(&e);
+    if (is_gpu_compute(e.kind)) {
+      compute.push_back({e.start_s, e.end_s});
+      hw_flops += e.flops;
+    }
+    const int c = category_of(e.kind);
+    if (c >= 0) cat[static_cast<size_t>(c)].push_back({e.start_s, e.end_s});
+    if (c >= 0) bytes_r0[static_cast<size_t>(c)] += static_cast<double>(e.bytes);
+    if (e.kind == OpKind::adam_cpu) adam_elements_r0 += static_cast<double>(op_of(e).elements);
+  }
+  const auto compute_m = merged(compute);
+  s.gpu_compute_s = length(compute_m);
+  s.gpu_efficiency = step > 0 ? s.gpu_compute_s / step : 0;
+  const auto ph = phase_split(r0, step);
+  s.forward_s = ph[0];
+  s.backward_s = ph[1];
+  s.optimizer_s = ph[2];
+  if (step > 0) {
+    s.tokens_per_s = static_cast<double>(plan.tokens_per_step) / step;
+    s.samples_per_s = static_cast<double>(o.samples_per_step) / step;
+    s.model_tflops_per_gpu = plan.model_flops_per_step / step / 1e12;
+    s.hardware_tflops_per_gpu = hw_flops / step / 1e12;
+    s.mfu = plan.model_flops_per_step / step / cost.peak_flops;
+  }
+  for (size_t c = 0; c < std::size(kCategories); ++c) {
+    const auto m = merged(cat[c]);
+    if (m.empty()) continue;
+    Exposure x;
+    x.key = kCategories[c].key;
+    x.label = kCategories[c].label;
+    x.active_s = length(m);
+    x.exposed_s = x.active_s - overlap(m, compute_m);
+    s.exposed.push_back(x);
+  }
+
+  // Resources of the node: link bytes over the topology's routes, executor work from the cost model.
+  std::vector<double> res_bytes(topo.resources.size(), 0), res_busy(topo.resources.size(), 0);
+  for (const auto& e : t.events) {
+    const core::Op& op = op_of(e);
+    auto add_route = [&](int32_t src, int32_t dst, double b) {
+      for (int32_t l : topo.route(src, dst).links) res_bytes[static_cast<size_t>(l)] += b;
+    };
+    switch (e.kind) {
+      case OpKind::h2d:
+      case OpKind::d2h:
+      case OpKind::nvme_read:
+      case OpKind::nvme_write:
+        if (e.bytes > 0) {
+          const auto [src, dst] = transfer_endpoints(plan, topo, op, e.rank);
+          add_route(src, dst, static_cast<double>(e.bytes));
+        }
+        break;
+      case OpKind::allgather:
+      case OpKind::reduce_scatter:
+      case OpKind::allreduce: {
+        const CollectivePlan cp = plan_collective(e.kind, e.bytes, op.group_ranks, topo.shape);
+        if (cp.wire_bytes <= 0) break;
+        const int64_t g = cp.local_group, first = (e.rank / g) * g;
+        const int64_t members = std::min(g, topo.shape.local_ranks - first);
+        const int32_t dst = ring_next(topo, cp, first, members, e.rank - first);
+        if (dst != topo.gpu_host(e.rank)) add_route(topo.gpu_host(e.rank), dst, cp.wire_bytes);
+        break;
+      }
+      case OpKind::forward:
+      case OpKind::backward:
+      case OpKind::recompute:
+      case OpKind::adam_gpu:
+        res_busy[static_cast<size_t>(topo.gpu_resource(e.rank))] += e.end_s - e.start_s;
+        break;
+      case OpKind::adam_cpu:
+      case OpKind::cast_cpu:
+        res_busy[static_cast<size_t>(topo.cpu_resource())] += core::compute_time_s(cost, op);
+        break;
+      default:
+        break;
+    }
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> by_kind;  // kind → (sum of utilisation, count)
+  for (size_t i = 0; i < topo.resources.size(); ++i) {
+    const Resource& r = topo.resources[i];
+    ResourceUse u;
+    u.name = r.name;
+    u.kind = to_string(r.kind);
+    u.capacity = r.capacity;
+    u.bytes = res_bytes[i];
+    u.busy_s = r.is_link() ? (r.capacity > 0 ? res_bytes[i] / r.capacity : 0) : res_busy[i];
+    u.utilization = step > 0 ? u.busy_s / step : 0;
+    s.resources.push_back(u);
+    auto it = std::find_if(by_kind.begin(), by_kind.end(), [&](auto& p) { return p.first == u.kind; });
+    if (it == by_kind.end())
+      by_kind.push_back({u.kind, {u.utilization, 1}});
+    else
+      it->second.first += u.utilization, it->second.second += 1;
+  }
+  for (const auto& [k, v] : by_kind) s.utilization.push_back({k, v.first / v.second});
+
+  // Bottleneck: GPU compute vs the most exposed category. Compute is "the bottleneck" only when it fills at least
+  // half the step; below that the exposed categories together dominate and the worst one is named.
+  std::vector<const Exposure*> order;
+  for (const auto& x : s.exposed)
+    if (x.exposed_s > 0) order.push_back(&x);
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->exposed_s > b->exposed_s; });
+  auto exposed_words = [&](const Exposure& x) { return x.label + " " + pct(x.exposed_s / step); };
+  if (step <= 0) {
+    s.bottleneck_key = "none";
+    s.bottleneck = "nothing to simulate";
+  } else if (order.empty() || (s.gpu_compute_s >= order[0]->exposed_s && s.gpu_efficiency >= 0.5)) {
+    s.bottleneck_key = "gpu_compute";
+    s.bottleneck = "GPU compute: " + pct(s.gpu_efficiency) + " of the step (compute-bound, MFU " + pct(s.mfu) + ")";
+  } else if (order[0]->exposed_s > s.gpu_compute_s) {
+    s.bottleneck_key = order[0]->key;
+    s.bottleneck = order[0]->label + ": " + pct(order[0]->exposed_s / step) + " of the step, exposed (GPU computes " +
+                   pct(s.gpu_efficiency) + ")";
+  } else {
+    s.bottleneck_key = order[0]->key;
+    s.bottleneck = "no single bottleneck: GPU computes " + pct(s.gpu_efficiency) +
+                   " of the step; exposed: " + exposed_words(*order[0]);
+    for (size_t i = 1; i < order.size() && i < 3; ++i) s.bottleneck += ", " + exposed_words(*order[i]);
+  }
+
+  static const char* const kTier[3] = {"GPU", "CPU", "NVMe"};
+  for (size_t k = 0; k < 3; ++k)
+    if (plan.capacity_bytes[k] > 0 && t.peak_bytes[k] > plan.capacity_bytes[k])
+      s.warnings.push_back(std::string("simulated ") + kTier[k] + " peak " + core::format_bytes(t.peak_bytes[k]) +
+                           " exceeds its " + core::format_bytes(plan.capacity_bytes[k]) +
+                           ": ops that allocate run earlier in time than in program order (plan peak " +
+                           core::format_bytes(plan.peak_bytes[k]) + "); the plan lacks a dependency bounding them");
+
+  // Requirements for the target efficiency: traffic per GPU ÷ (GPU compute time ÷ E).
+  const double target_step = o.target_efficiency > 0 ? s.gpu_compute_s / o.target_efficiency : 0;
+  auto res_by_name = [&](const std::string& n) -> const ResourceUse* {
+    for (const auto& u : s.resources)
+      if (u.name == n) return &u;
+    return nullptr;
+  };
+  auto require = [&](const std::string& key, const std::string& label, double bytes, double has_Bps) {
+    if (bytes <= 0 || target_step <= 0) return;
+    Requirement q;
+    q.key = key;
+    q.label = label;
+    q.bytes_per_gpu = bytes;
+    q.need_GBps_per_gpu = bytes / target_step / 1e9;
+    q.has_GBps_per_gpu = has_Bps / 1e9;
+    q.short_ = q.need_GBps_per_gpu > q.has_GBps_per_gpu;
+    s.required.push_back(q);
+  };
+  require("pcie_h2d", "PCIe host→GPU", bytes_r0[2], std::min(cost.pcie_h2d_Bps, cost.pcie_host_Bps / L));
+  require("pcie_d2h", "PCIe GPU→host", bytes_r0[3], std::min(cost.pcie_d2h_Bps, cost.pcie_host_Bps / L));
+  require("nvme_read", "NVMe read", bytes_r0[4], cost.nvme_read_Bps / L);
+  require("nvme_write", "NVMe write", bytes_r0[5], cost.nvme_write_Bps / L);
+  if (const ResourceUse* nic = res_by_name("nic_out"))
+    require("network", "network (NIC)", nic->bytes / L, cost.nic_Bps / L);
+  if (const ResourceUse* nv = res_by_name("nvlink_out0")) require("nvlink", "NVLink", nv->bytes, cost.nvlink_Bps);
+  require("cpu_adam", "CPU Adam DRAM traffic", adam_elements_r0 * cost.adam_bytes_per_param,
+          cost.cpu_adam_params_per_s * cost.adam_bytes_per_param / L);
+  return s;
+}
+
+std::string summary_text(const Summary& s) {
+  std::string o;
+  char b[256];
+  std::snprintf(b, sizeof b, "step time        %.4g s  (forward %.3g s, backward %.3g s, optimizer %.3g s)\n",
+                s.step_time_s, s.forward_s, s.backward_s, s.optimizer_s);
+  o += b;
+  std::snprintf(b, sizeof b, "throughput       %.4g tokens/s, %.4g samples/s\n", s.tokens_per_s, s.samples_per_s);
+  o += b;
+  std::snprintf(b, sizeof b,
+                "TFLOPS per GPU   %.1f model FLOPs, %.1f hardware GEMM FLOPs (recompute included); MFU %s\n",
+                s.model_tflops_per_gpu, s.hardware_tflops_per_gpu, pct(s.mfu).c_str());
+  o += b;
+  o += "bottleneck       " + s.bottleneck + "\n";
+  o += "utilisation      ";
+  bool first = true;
+  for (const auto& [k, u] : s.utilization) {
+    if (u <= 0) continue;
+    o += (first ? "" : ", ") + k + " " + pct(u);
+    first = false;
+  }
+  o += "\n";
+  if (!s.exposed.empty()) {
+    o += "exposed          ";
+    first = true;
+    for (const auto& x : s.exposed) {
+      std::snprintf(b, sizeof b, "%s%s %.3g s of %.3g s", first ? "" : ", ", x.label.c_str(), x.exposed_s, x.active_s);
+      o += b;
+      first = false;
+    }
+    o += "\n";
+  }
+  if (!s.required.empty()) {
+    std::snprintf(b, sizeof b, "for %s GPU efficiency (now %s), per GPU%s:\n", pct(s.target_efficiency).c_str(),
+                  pct(s.gpu_efficiency).c_str(),
+                  s.required[0].simulated ? ", each tier scaled alone and re-simulated" : " (full-overlap bound)");
+    o += b;
+    for (const auto& q : s.required) {
+      if (q.simulated && !q.reachable) {
+        o += "  " + q.label + " alone cannot reach it (64x its " + gbps(q.has_GBps_per_gpu * 1e9) + " gives " +
+             pct(q.best_efficiency) + ")\n";
+        continue;
+      }
+      o += "  " + q.label + (q.simulated ? " needs " : " needs at least ") + gbps(q.need_GBps_per_gpu * 1e9) +
+           ", has " + gbps(q.has_GBps_per_gpu * 1e9) + (q.short_ ? "  <- short" : "") + "\n";
+    }
+  }
+  return o;
+}
+
+}  // namespace zs::sim

@@ -1,0 +1,108 @@
+// core/cost_model.cpp: defaults from the hardware profile, measured overrides, the GEMM shape model.
+#include <catch2/catch.hpp>
+
+#include "core/cost_model.h"
+#include "core/hardware.h"
+#include "core/model.h"
+
+using namespace zs;
+
+namespace {
+
+core::Hardware dgx2() {
+  auto h = core::load_hardware("dgx2");
+  REQUIRE(h.ok());
+  return *h;
+}
+
+}  // namespace
+
+TEST_CASE("CPU Adam runs at min(core rate, DRAM bandwidth / 28 B per parameter)", "[cost]") {
+  core::Hardware h = dgx2();  // 48 cores, 256 GB/s
+  auto c = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(c.cpu_adam_core_params_per_s == Approx(48 * 0.3e9));
+  CHECK(c.cpu_adam_dram_params_per_s == Approx(256e9 * 0.65 / 28));
+  CHECK(c.cpu_adam_params_per_s == Approx(std::min(c.cpu_adam_core_params_per_s, c.cpu_adam_dram_params_per_s)));
+  SECTION("few cores: core-bound") {
+    h.cpu.cores = 4;
+    auto c2 = core::cost_model_for(h, core::Precision::fp16);
+    CHECK(c2.cpu_adam_params_per_s == Approx(4 * 0.3e9));
+  }
+  SECTION("a measured DRAM figure moves the DRAM bound") {
+    h.measured.dram_adam_pattern_GBps = 56.0;
+    CHECK(core::cost_model_for(h, core::Precision::fp16).cpu_adam_params_per_s == Approx(2e9));
+  }
+  SECTION("a measured Adam rate overrides both") {
+    h.measured.cpu_adam_params_per_s = 1.25e9;
+    CHECK(core::cost_model_for(h, core::Precision::fp16).cpu_adam_params_per_s == 1.25e9);
+  }
+  core::Op op;
+  op.kind = core::OpKind::adam_cpu;
+  op.elements = 1'000'000'000;
+  CHECK(core::compute_time_s(c, op) == Approx(1e9 / c.cpu_adam_params_per_s));
+}
+
+TEST_CASE("link, NVMe and pageable figures come from the profile unless measured", "[cost]") {
+  core::Hardware h = dgx2();
+  auto c = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(c.pcie_h2d_Bps == 12e9);
+  CHECK(c.pcie_host_Bps == 48e9);
+  CHECK(c.pcie_h2d_pageable_Bps == Approx(6e9));
+  CHECK(c.nvme_read_Bps == Approx(8 * 3.2e9 * 0.8));
+  CHECK(c.nic_Bps == Approx(100e9 * 0.85));
+  h.measured.pcie_h2d_pageable_GBps = 7.5;
+  h.measured.nvme_read_GBps = 20.0;
+  h.measured.nccl_busbw_GBps = 130.0;
+  auto m = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(m.pcie_h2d_pageable_Bps == 7.5e9);
+  CHECK(m.nvme_read_Bps == 20e9);
+  CHECK(m.nvlink_Bps == 130e9);
+}
+
+TEST_CASE("peak FLOPs follow the training dtype", "[cost]") {
+  core::Hardware h = dgx2();  // V100: fp16 125, no bf16, fp32 15.7
+  CHECK(core::cost_model_for(h, core::Precision::fp16).peak_flops == Approx(125e12));
+  CHECK(core::cost_model_for(h, core::Precision::bf16).peak_flops == Approx(15.7e12));  // no bf16 tensor cores
+  CHECK(core::cost_model_for(h, core::Precision::fp32).peak_flops == Approx(15.7e12));
+}
+
+TEST_CASE("GEMM efficiency depends on the shape", "[cost]") {
+  auto c = core::cost_model_for(dgx2(), core::Precision::fp16);
+  const double big = core::gemm_efficiency(c, 8192, 8192, 8192);
+  CHECK(big <= c.gemm_efficiency_max);
+  CHECK(big > 0.95 * c.gemm_efficiency_max);
+  CHECK(core::gemm_efficiency(c, 1024, 1024, 1024) < big);
+  CHECK(core::gemm_efficiency(c, 8, 8192, 8192) < 0.1);         // skinny: memory-bound
+  CHECK(core::gemm_efficiency(c, 128 * 81, 128, 4096) < 0.55);  // 81 tiles on 80 SMs: two waves
+  SECTION("a measured efficiency replaces the shape model") {
+    core::Hardware h = dgx2();
+    h.measured.gemm_efficiency = 0.6;
+    auto m = core::cost_model_for(h, core::Precision::fp16);
+    CHECK(core::gemm_efficiency(m, 8, 8, 8) == 0.6);
+    CHECK(core::gemm_efficiency(m, 8192, 8192, 8192) == 0.6);
+  }
+}
+
+TEST_CASE("model shapes set per-family efficiencies and kernel counts", "[cost]") {
+  auto m = core::load_model("gpt2-1.5b");
+  REQUIRE(m.ok());
+  auto c = core::cost_model_for(dgx2(), core::Precision::fp16);
+  core::apply_model_shapes(c, *m, 4 * 1024);
+  CHECK(c.block_forward_efficiency > 0.5);
+  CHECK(c.block_forward_efficiency <= c.gemm_efficiency_max);
+  CHECK(c.block_backward_efficiency > 0.5);
+  CHECK(c.head_efficiency > 0.5);
+  CHECK(c.block_forward_gemm_flops == Approx(2.0 * 4096 * 12 * 1600.0 * 1600.0).epsilon(0.01));
+  core::Op op;
+  op.kind = core::OpKind::forward;
+  op.layer = 3;
+  op.gemm_flops = c.block_forward_gemm_flops;
+  op.mem_bound_bytes = 1'000'000'000;
+  CHECK(core::kernel_count(c, op) == c.kernels_per_block_forward);
+  const double expect = op.gemm_flops / (c.peak_flops * c.block_forward_efficiency) + 1e9 / c.hbm_Bps +
+                        static_cast<double>(c.kernels_per_block_forward) * c.kernel_launch_s;
+  CHECK(core::compute_time_s(c, op) == Approx(expect));
+  op.kind = core::OpKind::backward;
+  op.gemm_flops *= 2;
+  CHECK(core::kernel_count(c, op) == 2 * c.kernels_per_block_forward);
+}
