@@ -11,7 +11,9 @@ namespace zs::cli {
 void add_fit(CLI::App& app, int& exit_code);
 void add_estimate(CLI::App& app, int& exit_code);
 void add_list(CLI::App& app, int& exit_code);     // `models`, `hardware`, `configs`
+void add_plan(CLI::App& app, int& exit_code);
 void add_probe(CLI::App& app, int& exit_code);    // exec/ probe (issue 5)
 void add_report(CLI::App& app, int& exit_code);   // exec/ build+machine report (issue 5)
+void add_simulate(CLI::App& app, int& exit_code);
 
 }  // namespace zs::cli

@@ -14,8 +14,10 @@ int main(int argc, char** argv) {
   zs::cli::add_fit(app, exit_code);
   zs::cli::add_estimate(app, exit_code);
   zs::cli::add_list(app, exit_code);
+  zs::cli::add_plan(app, exit_code);
   zs::cli::add_probe(app, exit_code);
   zs::cli::add_report(app, exit_code);
+  zs::cli::add_simulate(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

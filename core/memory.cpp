@@ -26,6 +26,87 @@ struct Builder {
 
 std::string frac_label(int64_t world) { return world > 1 ? " (1/" + std::to_string(world) + " partition)" : ""; }
 
+// GPU bytes that come and go during forward and backward — activations, full gradients until their hook hands
+// them to the reduction (stages 2, 3; a tied embedding's until its last use), gathered ZeRO-3 parameters —
+// walked over the module trace, so the breakdown shows one moment, their joint peak, not a sum of peaks at
+// different times. The plan (core/scheduler_steps.cpp) allocates the same bytes op by op; a test holds the
+// two equal. Checkpointing keeps one block input per segment; a segment's activations return at its recompute.
+struct TransientPeak {
+  int64_t activations = 0, grads = 0, live_numel = 0, total = 0;
+};
+TransientPeak fwd_bwd_peak(const ModelSpec& m, const Strategy& s, const ActivationBytes& a,
+                           const std::vector<TraceStep>& trace, const CoordinatorReplay* rep, bool grads_transient) {
+  const auto modules = module_table(m);
+  const auto tensors = tensor_table(m);
+  const int64_t lp = bytes_per_element(s.model_dtype());
+  const auto& ac = s.activation_checkpointing;
+  const bool ckpt = ac.enabled, cpu_ckpt = ac.enabled && ac.cpu_checkpointing;
+  const int64_t segment = ckpt ? ceil_div(m.layers, std::clamp<int64_t>(ac.number_checkpoints.value_or(m.layers), 1, m.layers)) : 1;
+  std::vector<size_t> t2p(tensors.size(), 0);
+  std::vector<int64_t> numel;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    t2p[t] = tensors[t].tied ? t2p[0] : numel.size();
+    if (!tensors[t].tied) numel.push_back(tensors[t].numel);
+  }
+  std::vector<std::vector<size_t>> mparams(modules.size());
+  for (size_t i = 0; i < modules.size(); ++i)
+    for (size_t t : modules[i].tensors)
+      if (std::find(mparams[i].begin(), mparams[i].end(), t2p[t]) == mparams[i].end()) mparams[i].push_back(t2p[t]);
+  std::vector<int64_t> first(numel.size(), -1), last(numel.size(), -1);
+  for (size_t st = 0; st < trace.size(); ++st)
+    if (trace[st].pass == Pass::backward)
+      for (size_t p : mparams[trace[st].module]) {
+        if (first[p] < 0) first[p] = static_cast<int64_t>(st);
+        last[p] = static_cast<int64_t>(st);
+      }
+  std::vector<int64_t> mfirst(static_cast<size_t>(m.layers), -1), mlast(static_cast<size_t>(m.layers), -1);
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const int64_t l = modules[i].layer;
+    if (l < 0) continue;
+    if (mfirst[l] < 0) mfirst[l] = static_cast<int64_t>(i);
+    mlast[l] = static_cast<int64_t>(i);
+  }
+  const size_t head = modules.size() - 1;
+  int64_t act = 0, grads = 0;
+  TransientPeak best;
+  best.total = -1;
+  for (size_t st = 0; st < trace.size(); ++st) {
+    const size_t i = trace[st].module;
+    const int64_t l = modules[i].layer;
+    const bool bfirst = l >= 0 && mfirst[l] == static_cast<int64_t>(i);
+    const bool blast = l >= 0 && mlast[l] == static_cast<int64_t>(i);
+    const bool seg_start = l >= 0 && l % segment == 0;
+    int64_t act_free = 0;
+    if (trace[st].pass == Pass::forward) {
+      if (i == 0) act += a.embedding;
+      if (i == head) act += a.head_and_loss;
+      if (!ckpt && blast) act += a.per_layer_full;
+      if (ckpt && bfirst && seg_start) {
+        act += a.per_layer_checkpoint;
+        if (cpu_ckpt) act_free += a.per_layer_checkpoint;  // moved to pinned host memory after the block
+      }
+    } else if (trace[st].pass == Pass::recompute) {
+      const int64_t seg_first = l / segment * segment, seg_last = std::min(seg_first + segment, m.layers) - 1;
+      if (l == seg_last && bfirst) act += (cpu_ckpt ? a.per_layer_checkpoint : 0) + (seg_last - seg_first + 1) * a.per_layer_full;
+    } else {
+      if (bfirst) act_free += a.per_layer_full + (ckpt && seg_start ? a.per_layer_checkpoint : 0);
+      if (i == head) act_free += a.head_and_loss;
+      if (i == 0) act_free += a.embedding;
+      if (grads_transient)
+        for (size_t p : mparams[i])
+          if (first[p] == static_cast<int64_t>(st)) grads += lp * numel[p];
+    }
+    const int64_t live = rep ? rep->steps[st].live_numel_during : 0;
+    const int64_t total = act + grads + lp * live;
+    if (total > best.total) best = {act, grads, live, total};
+    act -= act_free;
+    if (grads_transient && trace[st].pass == Pass::backward)
+      for (size_t p : mparams[i])
+        if (last[p] == static_cast<int64_t>(st)) grads -= lp * numel[p];
+  }
+  return best;
+}
+
 }  // namespace
 
 std::string to_string(Tier t) {
@@ -92,7 +173,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const Strategy& s, const Me
   if (ac.enabled) {
     const int64_t n_ckpt = std::clamp<int64_t>(ac.number_checkpoints.value_or(m.layers), 1, m.layers);
     const int64_t segment = ceil_div(m.layers, n_ckpt);
-    const int64_t stored = n_ckpt * a.per_layer_checkpoint;
+    const int64_t stored = ceil_div(m.layers, segment) * a.per_layer_checkpoint;  // one input per segment
     if (ac.cpu_checkpointing) a.cpu_checkpoints = stored;
     a.gpu_peak = (ac.cpu_checkpointing ? a.per_layer_checkpoint : stored) + a.embedding +
                  std::max(segment * a.per_layer_full, a.head_and_loss);
@@ -185,6 +266,8 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
   cpu_rank.tier = Tier::cpu;
   nvme_rank.tier = Tier::nvme;
 
+  const std::vector<TraceStep> trace = module_trace(m, s.activation_checkpointing.enabled);
+  CoordinatorReplay rep;
   // --- Model states ------------------------------------------------------------------------------
   if (stage == 0) {
     gpu.add("lp_params", dt + " params", lp * P);
@@ -194,7 +277,6 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
       gpu.add("fp32_grads", "fp32 grads (flat master grads)", 4 * P);
     }
     gpu.add("adam_m_v", "Adam m and v", 2 * state_b * P);
-    gpu.add("comm_buckets", "all-reduce bucket (reduce_bucket_size)", lp * z.reduce_bucket_size, false, true);
   } else if (stage <= 2) {
     gpu.add("lp_params", dt + " params (full on every rank)", lp * P);
     if (stage == 1) gpu.add("lp_grads", dt + " grads (full; stage 1 partitions only optimizer states)", lp * P);
@@ -218,8 +300,7 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
               lp * z.reduce_bucket_size * (z.overlap_comm ? 2 : 1));
   } else {
     // ZeRO-3
-    CoordinatorReplay rep = replay_coordinator(m, module_trace(m, s.activation_checkpointing.enabled), z);
-    r.zero3_peak_live_numel = rep.peak_live_numel;
+    rep = replay_coordinator(m, trace, z);
     r.zero3_persistent_numel = rep.persistent_numel;
     if (par_dev == OffloadDevice::none) {
       gpu.add("lp_params", dt + " param partitions" + part, lp * p);
@@ -250,7 +331,6 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
       gpu.add("lp_grads", dt + " grad partitions" + part, gacc_b * p);
       gpu.add("fp32_master", "fp32 master params" + part, master_b * p);
       gpu.add("adam_m_v", "Adam m and v" + part, 2 * state_b * p);
-      gpu.add("fp32_grads", "fp32 grads of one sub-group (optimizer step)", 4 * ps.largest_sub_group, false, true);
     } else {
       cpu.add("lp_grads", dt + " grad partitions (grad_partitions_flat_buffer)" + part, gacc_b * p, pin_opt);
       const auto on_cpu = static_cast<int64_t>(std::llround(cpu_frac * static_cast<double>(p)));
@@ -284,19 +364,40 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
       (void)gpu_frac;
     }
     gpu.add("comm_buckets", "IPG reduce-scatter bucket (reduce_bucket_size)", lp * z.reduce_bucket_size);
-    gpu.add("zero3_working_set",
-            "gathered params at the peak (prefetch " + std::to_string(z.prefetch_bucket_size) + ", reuse distance)",
-            lp * rep.peak_live_numel, false, true);
-    gpu.add("module_grads", "full grads of the largest module (before reduce-scatter)", lp * ps.largest_module, false,
-            true);
   }
 
-  // --- Activations ------------------------------------------------------------------------------
+  // --- Activations, gradients and gathered params at the forward/backward peak --------------------
   r.activations = activation_bytes(m, s, o);
+  const TransientPeak fb = fwd_bwd_peak(m, s, r.activations, trace, stage == 3 ? &rep : nullptr, stage >= 2);
+  if (stage == 3) {
+    r.zero3_peak_live_numel = fb.live_numel;
+    gpu.add("zero3_working_set",
+            "gathered params at the peak (prefetch " + std::to_string(z.prefetch_bucket_size) + ", reuse distance)",
+            lp * fb.live_numel, false, true);
+  }
+  gpu.add("module_grads", "full grads not yet reduced at the peak (largest module, tied embedding)", fb.grads, false,
+          true);
   gpu.add("activations",
           std::string("activations (micro batch ") + std::to_string(s.micro_batch_per_gpu) + ", seq " +
               std::to_string(s.run.seq_len) + (s.activation_checkpointing.enabled ? ", checkpointed)" : ")"),
-          r.activations.gpu_peak, false, true);
+          fb.activations, false, true);
+  // Buffers that live only after backward, when activations are gone: counted above the backward peak.
+  if (stage == 0) {
+    // buffered_allreduce_fallback: each reduce_bucket_size bucket of grads is flattened into a fresh buffer.
+    const int64_t cb = s.communication_data_type ? bytes_per_element(*s.communication_data_type) : lp;
+    int64_t bucket = 0, largest = 0;
+    for (const auto& t : tensor_table(m)) {
+      if (t.tied) continue;
+      if (bucket > 0 && bucket + t.numel > z.reduce_bucket_size) bucket = 0;
+      bucket += t.numel;
+      largest = std::max(largest, bucket);
+    }
+    gpu.add("allreduce_peak", "all-reduce bucket after backward (reduce_bucket_size), above the backward peak",
+            cb * largest - fb.total, false, true);
+  }
+  if (stage == 3 && !opt_off)
+    gpu.add("optimizer_peak", "fp32 grads of one sub-group during the optimizer step, above the backward peak",
+            4 * ps.largest_sub_group - fb.total, false, true);
   cpu.add("activation_checkpoints", "activation checkpoints (cpu_checkpointing)", r.activations.cpu_checkpoints, true);
 
   // --- Fixed costs ------------------------------------------------------------------------------

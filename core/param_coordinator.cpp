@@ -90,6 +90,7 @@ CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<Trace
     const int64_t budget = std::min(z.max_live_parameters - n_available, z.prefetch_bucket_size);
     int64_t prefetching = 0;
     std::unordered_set<size_t> picked;
+    std::vector<size_t> picked_order;  // trace order, as DeepSpeed issues the prefetch
     while (!queue.empty() && prefetching < budget) {
       InTrace e = queue.front();
       queue.pop_front();
@@ -97,10 +98,11 @@ CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<Trace
       most_recent_fetched_for[e.param] = std::max<int64_t>(most_recent_fetched_for[e.param], static_cast<int64_t>(e.step));
       if (do_prefetch) {
         picked.insert(e.param);
+        picked_order.push_back(e.param);
         prefetching += r.params[e.param].numel;
       }
     }
-    for (size_t id : picked) {
+    for (size_t id : picked_order) {
       available[id] = 1;
       n_available += r.params[id].numel;
       out.gathered.push_back(id);

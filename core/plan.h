@@ -30,7 +30,8 @@ enum class Schedule : uint8_t { deepspeed, dpu, overlap };
 // A tensor the plan moves or updates. `home` is where it lives between uses.
 enum class TensorKind : uint8_t { lp_param, lp_grad, fp32_master, adam_m, adam_v, fp32_grad, activation };
 struct PlanTensor {
-  std::string name;      // "h.3.attn.c_attn.weight" (params), "h.3.act" (activations)
+  std::string name;      // "h.3.attn.c_attn.weight" (+ ".grad", ".master", ".exp_avg", ".exp_avg_sq", ".grad32"),
+                         // "layer.3.activations", "embedding.activations", "head_and_loss.activations"
   TensorKind kind = TensorKind::lp_param;
   int32_t layer = -1;
   int64_t numel = 0;     // per rank (a partition for partitioned states)
@@ -49,13 +50,15 @@ struct Op {
   int32_t layer = -1;        // block index; -1 embeddings/head/whole-model
   int32_t micro_step = 0;    // GA micro-step; optimizer ops use the last
   int32_t tensor = -1;       // index into Plan::tensors, -1 if none
-  int64_t bytes = 0;         // moved bytes (transfers, collectives' full buffer, host casts)
+  int32_t tensor_count = 1;  // the op covers tensors [tensor, tensor + tensor_count) (a bucket, a sub-group)
+  int64_t bytes = 0;         // moved bytes (transfers, collectives' full buffer, host casts: read + written)
   double gemm_flops = 0;     // compute: GEMM FLOPs (cost at GEMM efficiency)
   int64_t mem_bound_bytes = 0;  // compute: HBM bytes of attention/norm/activation/loss/GPU-Adam work
   int64_t elements = 0;      // optimizer ops: parameters updated
   int32_t group_ranks = 1;   // collectives: ranks in the group
   std::vector<uint32_t> deps;   // ids of ops this one waits for (all < id)
   std::array<int64_t, 3> mem_delta{};  // bytes allocated (+) / freed (−) per tier when the op completes
+                                       // (gpu per rank; cpu and nvme per node: every local rank does the same)
 };
 
 struct StepBytes {
@@ -68,18 +71,30 @@ struct PlanOptions {
 };
 
 struct Plan {
+  std::string model, hardware, ds_config;  // names, for people and the JSON
   int64_t ranks = 1;              // data-parallel world size described
+  int64_t ranks_per_node = 1;
   int64_t represented_ranks = 1;  // ranks whose ops are listed (1 with symmetry: one rank + collective descriptions)
   Schedule schedule = Schedule::deepspeed;
+  // Per parameter P_i (untied tensor of the tensor table, forward order) one tensor of each kind lp_param,
+  // lp_grad, fp32_master, adam_m, adam_v, fp32_grad, kind-major: tensors[k·n_params + i]; so a bucket or a
+  // sub-group of consecutive parameters is one range. Then one activation tensor per layer, embedding, head.
   std::vector<PlanTensor> tensors;
   std::vector<Op> ops;
-  std::vector<std::array<int64_t, 3>> ledger;  // occupancy per tier after each op (program order), one rank / node
+  // Occupancy per tier after each op (program order) above static_bytes: what the ops allocated and have not
+  // freed yet (activations, gathered ZeRO-3 params, full grads, buckets, checkpoints on the host). GPU per rank,
+  // CPU and NVMe per node. Back to zero at the end of the step.
+  std::vector<std::array<int64_t, 3>> ledger;
   std::array<int64_t, 3> static_bytes{};       // allocated before the first op (model states, buffers, context)
-  std::array<int64_t, 3> peak_bytes{};         // max of static + ledger
+  std::array<int64_t, 3> init_bytes{};         // occupancy while the model is built (fit's init peak), before op 0
+  std::array<int64_t, 3> peak_bytes{};         // max of init and static + ledger
+  std::array<int64_t, 3> peak_op{-1, -1, -1};  // op after which each tier peaks (-1: static or init)
   std::array<int64_t, 3> capacity_bytes{};
   StepBytes per_step;
   bool feasible = true;
   std::string infeasible_reason;  // "gpu overflows at op 1234 (backward layer 7): needs 33.1 GiB, has 32.0 GiB"
+  int64_t overflow_op = -1;       // the op named there (-1: none, or static/init already overflows)
+  std::vector<std::string> notes; // modelling choices that apply (e.g. "dpu: optimizer on GPU, same as deepspeed")
   int64_t tokens_per_step = 0;    // global
   double model_flops_per_step = 0;  // per rank, without recompute (for MFU)
 };
@@ -87,10 +102,24 @@ struct Plan {
 // Pure and deterministic: the same inputs give the same plan byte for byte.
 Plan make_plan(const ModelSpec& m, const Hardware& hw, const Strategy& s, const PlanOptions& o = {});
 
+// Ops per phase, bytes per link direction, peaks per tier: what `zerosim plan --summary` prints.
+struct PlanSummary {
+  std::array<int64_t, 3> ops_per_phase{};  // forward, backward, optimizer
+  std::array<int64_t, 3> compute_ops_per_phase{};
+  int64_t collectives = 0;
+  double gemm_flops = 0;         // per rank per step, recompute included
+  int64_t mem_bound_bytes = 0;
+};
+PlanSummary summarize(const Plan& p);
+
+// The plan as JSON (docs/PLAN.md): ids, streams, kinds and phases as strings; tensors; ledger per op.
+std::string plan_to_json(const Plan& p, bool with_ledger = true);
+
 std::string to_string(Stream s);
 std::string to_string(OpKind k);
 std::string to_string(Phase p);
 std::string to_string(Schedule s);
+std::string to_string(TensorKind k);
 std::optional<Schedule> parse_schedule(const std::string& name);
 
 }  // namespace zs::core

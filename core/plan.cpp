@@ -1,0 +1,168 @@
+// Plan helpers (declared in plan.h): names, the summary and the JSON form (docs/PLAN.md).
+#include "core/plan.h"
+
+#include <nlohmann/json.hpp>
+
+namespace zs::core {
+
+std::string to_string(Stream s) {
+  switch (s) {
+    case Stream::compute: return "compute";
+    case Stream::h2d: return "h2d";
+    case Stream::d2h: return "d2h";
+    case Stream::nvme_read: return "nvme_read";
+    case Stream::nvme_write: return "nvme_write";
+    case Stream::comm: return "comm";
+    case Stream::cpu_adam: return "cpu_adam";
+  }
+  return "?";
+}
+
+std::string to_string(OpKind k) {
+  switch (k) {
+    case OpKind::forward: return "forward";
+    case OpKind::backward: return "backward";
+    case OpKind::recompute: return "recompute";
+    case OpKind::h2d: return "h2d";
+    case OpKind::d2h: return "d2h";
+    case OpKind::nvme_read: return "nvme_read";
+    case OpKind::nvme_write: return "nvme_write";
+    case OpKind::allgather: return "allgather";
+    case OpKind::reduce_scatter: return "reduce_scatter";
+    case OpKind::allreduce: return "allreduce";
+    case OpKind::adam_cpu: return "adam_cpu";
+    case OpKind::adam_gpu: return "adam_gpu";
+    case OpKind::cast_cpu: return "cast_cpu";
+    case OpKind::alloc: return "alloc";
+    case OpKind::release: return "release";
+  }
+  return "?";
+}
+
+std::string to_string(Phase p) {
+  switch (p) {
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+std::string to_string(Schedule s) {
+  switch (s) {
+    case Schedule::deepspeed: return "deepspeed";
+    case Schedule::dpu: return "dpu";
+    case Schedule::overlap: return "overlap";
+  }
+  return "?";
+}
+
+std::string to_string(TensorKind k) {
+  switch (k) {
+    case TensorKind::lp_param: return "lp_param";
+    case TensorKind::lp_grad: return "lp_grad";
+    case TensorKind::fp32_master: return "fp32_master";
+    case TensorKind::adam_m: return "adam_m";
+    case TensorKind::adam_v: return "adam_v";
+    case TensorKind::fp32_grad: return "fp32_grad";
+    case TensorKind::activation: return "activation";
+  }
+  return "?";
+}
+
+std::optional<Schedule> parse_schedule(const std::string& name) {
+  for (Schedule s : {Schedule::deepspeed, Schedule::dpu, Schedule::overlap})
+    if (to_string(s) == name) return s;
+  return std::nullopt;
+}
+
+PlanSummary summarize(const Plan& p) {
+  PlanSummary s;
+  for (const Op& op : p.ops) {
+    const auto ph = static_cast<size_t>(op.phase);
+    ++s.ops_per_phase[ph];
+    switch (op.kind) {
+      case OpKind::forward:
+      case OpKind::backward:
+      case OpKind::recompute:
+      case OpKind::adam_cpu:
+      case OpKind::adam_gpu: ++s.compute_ops_per_phase[ph]; break;
+      case OpKind::allgather:
+      case OpKind::reduce_scatter:
+      case OpKind::allreduce: ++s.collectives; break;
+      default: break;
+    }
+    s.gemm_flops += op.gemm_flops;
+    s.mem_bound_bytes += op.mem_bound_bytes;
+  }
+  return s;
+}
+
+std::string plan_to_json(const Plan& p, bool with_ledger) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["model"] = p.model;
+  j["hardware"] = p.hardware;
+  j["ds_config"] = p.ds_config;
+  j["schedule"] = to_string(p.schedule);
+  j["ranks"] = p.ranks;
+  j["ranks_per_node"] = p.ranks_per_node;
+  j["represented_ranks"] = p.represented_ranks;
+  j["feasible"] = p.feasible;
+  j["infeasible_reason"] = p.infeasible_reason;
+  j["overflow_op"] = p.overflow_op;
+  j["tokens_per_step"] = p.tokens_per_step;
+  j["model_flops_per_step"] = p.model_flops_per_step;
+  auto tiers = [](const std::array<int64_t, 3>& a) {
+    return ordered_json{{"gpu", a[0]}, {"cpu", a[1]}, {"nvme", a[2]}};
+  };
+  j["peak_bytes"] = tiers(p.peak_bytes);
+  j["peak_op"] = tiers(p.peak_op);
+  j["static_bytes"] = tiers(p.static_bytes);
+  j["init_bytes"] = tiers(p.init_bytes);
+  j["capacity_bytes"] = tiers(p.capacity_bytes);
+  j["per_step_bytes"] = {{"h2d", p.per_step.h2d},
+                         {"d2h", p.per_step.d2h},
+                         {"nvme_read", p.per_step.nvme_read},
+                         {"nvme_write", p.per_step.nvme_write},
+                         {"network", p.per_step.network}};
+  j["notes"] = p.notes;
+  ordered_json ts = ordered_json::array();
+  for (const auto& t : p.tensors)
+    ts.push_back({{"name", t.name},
+                  {"kind", to_string(t.kind)},
+                  {"layer", t.layer},
+                  {"numel", t.numel},
+                  {"bytes", t.bytes},
+                  {"home", to_string(t.home)},
+                  {"pinned", t.pinned},
+                  {"persistent", t.persistent}});
+  j["tensors"] = std::move(ts);
+  ordered_json ops = ordered_json::array();
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const Op& op = p.ops[i];
+    ordered_json o;
+    o["id"] = op.id;
+    o["rank"] = op.rank;
+    o["stream"] = to_string(op.stream);
+    o["kind"] = to_string(op.kind);
+    o["layer"] = op.layer;
+    o["phase"] = to_string(op.phase);
+    o["micro_step"] = op.micro_step;
+    o["tensor"] = op.tensor;
+    o["tensor_count"] = op.tensor_count;
+    o["bytes"] = op.bytes;
+    o["flops"] = op.gemm_flops;  // GEMM FLOPs; the memory-bound part is in bytes below
+    o["mem_bound_bytes"] = op.mem_bound_bytes;
+    o["elements"] = op.elements;
+    o["group_ranks"] = op.group_ranks;
+    o["deps"] = op.deps;
+    o["mem_delta"] = tiers(op.mem_delta);
+    if (with_ledger && i < p.ledger.size()) o["ledger"] = tiers(p.ledger[i]);
+    ops.push_back(std::move(o));
+  }
+  j["ops"] = std::move(ops);
+  return j.dump();
+}
+
+}  // namespace zs::core

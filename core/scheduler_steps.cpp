@@ -1,0 +1,477 @@
+// One GA micro-step (declared in scheduler.h): the module trace in order — ZeRO-3 fetches from the
+// coordinator replay (H2D / NVMe reads of offloaded partitions, all-gathers, ≤ 2 in flight, releases) —, the
+// compute ops with their activation and gradient memory, and the gradient reduction: IPG buckets during
+// backward (stages 2, 3), after backward at the GA boundary (stages 0, 1), then the move of each gradient
+// partition to where its optimizer reads it.
+#include <algorithm>
+
+#include "core/scheduler.h"
+
+namespace zs::core::sched {
+namespace {
+
+constexpr int64_t kAioAlignedBytes = 1024;
+int64_t align_up(int64_t a, int64_t b) { return b <= 1 ? a : (a + b - 1) / b * b; }
+
+class MicroStep {
+ public:
+  MicroStep(const Context& cx, Emitter& e, StepState& st) : cx_(cx), e_(e), st_(st) {
+    nvme_read_op_.assign(cx.np(), -1);
+  }
+
+  void run() {
+    for (size_t s = 0; s < cx_.trace.size(); ++s) {
+      if (cx_.stage == 3) gather(s);
+      const uint32_t c = compute(s);
+      if (cx_.stage == 3) release(s, c);
+      if (cx_.stage >= 2) grads_ready(s, c);
+    }
+    if (cx_.stage >= 2) flush();
+    if (cx_.stage == 3) release_leftovers();
+    if (cx_.stage <= 1 && st_.boundary) reduce_after_backward();
+  }
+
+ private:
+  const Context& cx_;
+  Emitter& e_;
+  StepState& st_;
+  std::vector<size_t> bucket_;
+  int64_t bucket_elems_ = 0;
+  std::vector<int64_t> nvme_read_op_;  // stage 3 offload_param nvme: a read issued for the next fetch
+  int64_t nvme_held_ = 0;              // param swap buffers in use (read issued, not yet released)
+
+  Phase phase_of(Pass p) const { return p == Pass::forward ? Phase::forward : Phase::backward; }
+  int64_t lp_part_bytes(size_t p) const { return cx_.lp * cx_.params[p].part; }
+  int64_t nvme_part_bytes(size_t p) const {
+    return cx_.lp * align_up(cx_.params[p].part, std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / cx_.lp));
+  }
+
+  void set_range(Op& op, TensorKind k, const std::vector<size_t>& ps) const {
+    if (ps.empty()) return;
+    auto [lo, hi] = std::minmax_element(ps.begin(), ps.end());
+    op.tensor = cx_.tensor(k, *lo);
+    op.tensor_count = static_cast<int32_t>(*hi - *lo + 1);
+  }
+  int32_t layer_of(const std::vector<size_t>& ps) const {
+    if (ps.empty()) return -1;
+    int32_t l = cx_.params[ps.front()].layer;
+    for (size_t p : ps)
+      if (cx_.params[p].layer != l) return -1;
+    return l;
+  }
+
+  // Params grouped by owning module, in order of first appearance.
+  std::vector<std::vector<size_t>> by_module(const std::vector<size_t>& ps) const {
+    std::vector<std::vector<size_t>> out;
+    std::vector<int32_t> mods;
+    for (size_t p : ps) {
+      const int32_t m = cx_.params[p].module;
+      auto it = std::find(mods.begin(), mods.end(), m);
+      if (it == mods.end()) {
+        mods.push_back(m);
+        out.push_back({p});
+      } else {
+        out[static_cast<size_t>(it - mods.begin())].push_back(p);
+      }
+    }
+    return out;
+  }
+
+  // The host issues a fetch only after the fetch two back completed (__max_ongoing_fetch_events = 2): every
+  // op of a fetch waits for it, which bounds how far transfers run ahead of compute.
+  std::vector<uint32_t> throttle() const {
+    if (st_.fetch_ops.size() < 2) return {};
+    return {static_cast<uint32_t>(st_.fetch_ops[st_.fetch_ops.size() - 2])};
+  }
+
+  uint32_t nvme_read(const std::vector<size_t>& ps, Phase ph, int32_t layer) {
+    Op r = make_op(OpKind::nvme_read, Stream::nvme_read, ph, st_.micro, layer);
+    r.deps = throttle();
+    for (size_t p : ps) r.bytes += nvme_part_bytes(p);
+    set_range(r, TensorKind::lp_param, ps);
+    const uint32_t id = e_.emit(std::move(r));
+    for (size_t p : ps) nvme_read_op_[p] = id;
+    nvme_held_ += static_cast<int64_t>(ps.size());
+    return id;
+  }
+
+  // ZeRO-3 fetch (fetch_sub_module): the running module's params that are not available, then the trace-based
+  // prefetch — exactly the coordinator replay's `gathered` set. Offloaded partitions are copied H2D first (NVMe
+  // partitions read into a pinned swap buffer before that); one coalesced all-gather per module.
+  void gather(size_t s) {
+    const TraceStep& ts = cx_.trace[s];
+    const Phase ph = phase_of(ts.pass);
+    for (const auto& grp : by_module(cx_.rep.steps[s].gathered)) {
+      const int32_t layer = cx_.params[grp.front()].layer;
+      std::vector<uint32_t> pre;
+      std::vector<size_t> off, sync_nvme;
+      for (size_t p : grp) {
+        if (cx_.params[p].lp_home == Tier::gpu) continue;
+        off.push_back(p);
+        if (cx_.params[p].lp_home == Tier::nvme) {
+          if (nvme_read_op_[p] >= 0)
+            pre.push_back(static_cast<uint32_t>(nvme_read_op_[p]));
+          else
+            sync_nvme.push_back(p);
+        }
+      }
+      if (!sync_nvme.empty()) pre.push_back(nvme_read(sync_nvme, ph, layer));
+      int64_t h2d = -1;
+      if (!off.empty()) {
+        Op c = make_op(OpKind::h2d, Stream::h2d, ph, st_.micro, layer);
+        for (size_t p : off) c.bytes += lp_part_bytes(p);
+        set_range(c, TensorKind::lp_param, off);
+        c.deps = pre;
+        for (uint32_t t : throttle()) c.deps.push_back(t);
+        h2d = e_.emit(std::move(c));
+      }
+      Op ag = make_op(OpKind::allgather, Stream::comm, ph, st_.micro, layer);
+      int64_t full = 0;
+      for (size_t p : grp) full += cx_.params[p].numel;
+      ag.bytes = cx_.lp * full;
+      ag.group_ranks = static_cast<int32_t>(cx_.world);
+      ag.mem_delta[0] = cx_.lp * full;
+      set_range(ag, TensorKind::lp_param, grp);
+      if (h2d >= 0) ag.deps.push_back(static_cast<uint32_t>(h2d));
+      for (uint32_t t : throttle()) ag.deps.push_back(t);  // at most 2 fetches in flight
+      const uint32_t id = e_.emit(std::move(ag));
+      st_.fetch_ops.push_back(id);
+      for (size_t p : grp) st_.gather_op[p] = id;
+    }
+    // NVMe prefetch of the next step's partitions (__prefetch_nvme_param_partitions), while swap buffers last.
+    if (cx_.par_dev == OffloadDevice::nvme && s + 1 < cx_.trace.size()) {
+      std::vector<size_t> ahead;
+      for (size_t p : cx_.rep.steps[s + 1].gathered)
+        if (cx_.params[p].lp_home == Tier::nvme && nvme_read_op_[p] < 0 &&
+            nvme_held_ + static_cast<int64_t>(ahead.size()) < cx_.s.zero.offload_param.buffer_count)
+          ahead.push_back(p);
+      for (const auto& grp : by_module(ahead)) nvme_read(grp, ph, cx_.params[grp.front()].layer);
+    }
+  }
+
+  // Activation memory of one trace step: a block's saved tensors appear when its forward ends and go when its
+  // backward ends; with checkpointing only a segment's input is kept and the segment's activations reappear at
+  // its recompute; cpu_checkpointing moves the kept inputs to pinned host memory and back. Allocations land on
+  // the compute op, frees on a release op after it (backward still reads them while it runs).
+  struct ActDelta {
+    int64_t gpu_alloc = 0, gpu_free = 0, cpu_free = 0;
+  };
+  ActDelta activation_delta(size_t s, std::vector<Op>& before, std::vector<Op>& after) const {
+    const TraceStep& ts = cx_.trace[s];
+    const size_t i = ts.module;
+    const int64_t l = cx_.modules[i].layer;
+    const size_t last_module = cx_.modules.size() - 1;
+    const auto& a = cx_.act;
+    ActDelta d;
+    const bool first_of_block = l >= 0 && cx_.module_first[static_cast<size_t>(l)] == static_cast<int32_t>(i);
+    const bool last_of_block = l >= 0 && cx_.module_last[static_cast<size_t>(l)] == static_cast<int32_t>(i);
+    const bool seg_start = l >= 0 && l % cx_.segment == 0;
+    auto ckpt_move = [&](OpKind k, std::vector<Op>& where, Phase ph) {
+      Op c = make_op(k, k == OpKind::d2h ? Stream::d2h : Stream::h2d, ph, st_.micro, static_cast<int32_t>(l));
+      c.bytes = a.per_layer_checkpoint;
+      c.tensor = cx_.activation_tensor(l);
+      c.mem_delta[0] = k == OpKind::d2h ? -a.per_layer_checkpoint : a.per_layer_checkpoint;
+      if (k == OpKind::d2h) c.mem_delta[1] = a.per_layer_checkpoint * cx_.n_local;
+      where.push_back(std::move(c));
+    };
+    if (ts.pass == Pass::forward) {
+      if (i == 0) d.gpu_alloc += a.embedding;
+      if (i == last_module) d.gpu_alloc += a.head_and_loss;
+      if (!cx_.ckpt && last_of_block) d.gpu_alloc += a.per_layer_full;
+      if (cx_.ckpt && first_of_block && seg_start) {
+        d.gpu_alloc += a.per_layer_checkpoint;
+        if (cx_.cpu_ckpt) ckpt_move(OpKind::d2h, after, Phase::forward);
+      }
+    } else if (ts.pass == Pass::recompute) {
+      const int64_t seg_first = l / cx_.segment * cx_.segment;
+      const int64_t seg_last = std::min(seg_first + cx_.segment, cx_.m.layers) - 1;
+      if (l == seg_last && first_of_block) {
+        if (cx_.cpu_ckpt) ckpt_move(OpKind::h2d, before, Phase::backward);
+        d.gpu_alloc += (seg_last - seg_first + 1) * a.per_layer_full;
+      }
+    } else {
+      if (first_of_block) {
+        d.gpu_free += a.per_layer_full;
+        if (cx_.ckpt && seg_start) {
+          d.gpu_free += a.per_layer_checkpoint;
+          if (cx_.cpu_ckpt) d.cpu_free += a.per_layer_checkpoint * cx_.n_local;
+        }
+      }
+      if (i == last_module) d.gpu_free += a.head_and_loss;
+      if (i == 0) d.gpu_free += a.embedding;
+    }
+    return d;
+  }
+
+  uint32_t compute(size_t s) {
+    const TraceStep& ts = cx_.trace[s];
+    const size_t i = ts.module;
+    const Phase ph = phase_of(ts.pass);
+    const OpKind k = ts.pass == Pass::forward ? OpKind::forward
+                     : ts.pass == Pass::recompute ? OpKind::recompute
+                                                  : OpKind::backward;
+    const int32_t layer = static_cast<int32_t>(cx_.modules[i].layer);
+    std::vector<Op> before, after;
+    const ActDelta act = activation_delta(s, before, after);
+    for (auto& b : before) {
+      if (st_.last_compute >= 0) b.deps.push_back(static_cast<uint32_t>(st_.last_compute));
+      st_.last_compute = e_.emit(std::move(b));  // the checkpoint must be back before the recompute
+    }
+    Op c = make_op(k, Stream::compute, ph, st_.micro, layer);
+    const double mult = k == OpKind::backward ? 2.0 : 1.0;
+    c.gemm_flops = cx_.forward_cost[i].gemm_flops * mult;
+    c.mem_bound_bytes = static_cast<int64_t>(static_cast<double>(cx_.forward_cost[i].mem_bound_bytes) * mult);
+    set_range(c, TensorKind::lp_param, cx_.module_params[i]);
+    c.mem_delta[0] = act.gpu_alloc;
+    if (st_.last_compute >= 0) c.deps.push_back(static_cast<uint32_t>(st_.last_compute));
+    if (cx_.stage == 3)
+      for (size_t p : cx_.module_params[i])
+        if (!cx_.params[p].persistent && st_.gather_op[p] >= 0) c.deps.push_back(static_cast<uint32_t>(st_.gather_op[p]));
+    if (k == OpKind::backward && cx_.stage >= 2)
+      for (size_t p : cx_.grads_alloc_at[s]) c.mem_delta[0] += cx_.lp * cx_.params[p].numel;
+    const uint32_t id = e_.emit(std::move(c));
+    st_.last_compute = id;
+    if (k == OpKind::backward) st_.last_backward = id;
+    for (auto& a : after) {
+      a.deps.push_back(id);
+      e_.emit(std::move(a));
+    }
+    if (act.gpu_free > 0 || act.cpu_free > 0) {
+      Op r = make_op(OpKind::release, Stream::compute, ph, st_.micro, layer);
+      r.mem_delta[0] = -act.gpu_free;
+      r.mem_delta[1] = -act.cpu_free;
+      r.tensor = cx_.activation_tensor(i == 0 ? -1 : i + 1 == cx_.modules.size() ? cx_.m.layers + 1 : layer);
+      r.deps.push_back(id);
+      e_.emit(std::move(r));
+    }
+    return id;
+  }
+
+  // release_sub_module: the replay's released params go back to their partitions; NVMe swap buffers free.
+  void release(size_t s, uint32_t c) {
+    const Phase ph = phase_of(cx_.trace[s].pass);
+    for (const auto& grp : by_module(cx_.rep.steps[s].released)) release_group(grp, ph, c);
+  }
+  void release_group(const std::vector<size_t>& grp, Phase ph, uint32_t dep) {
+    Op r = make_op(OpKind::release, Stream::compute, ph, st_.micro, layer_of(grp));
+    for (size_t p : grp) {
+      r.mem_delta[0] -= cx_.lp * cx_.params[p].numel;
+      st_.gather_op[p] = -1;
+      if (cx_.params[p].lp_home == Tier::nvme && nvme_read_op_[p] >= 0) {
+        nvme_read_op_[p] = -1;
+        --nvme_held_;
+      }
+    }
+    set_range(r, TensorKind::lp_param, grp);
+    r.deps.push_back(dep);
+    e_.emit(std::move(r));
+  }
+  void release_leftovers() {
+    std::vector<size_t> left;
+    for (size_t p = 0; p < cx_.np(); ++p)
+      if (st_.gather_op[p] >= 0) left.push_back(p);
+    for (const auto& grp : by_module(left)) release_group(grp, Phase::backward, static_cast<uint32_t>(st_.last_compute));
+    // Reads prefetched for a step that never came (none with a complete trace) would hold buffers: drop them.
+    std::fill(nvme_read_op_.begin(), nvme_read_op_.end(), -1);
+    nvme_held_ = 0;
+  }
+
+  // Gradient hooks (stages 2, 3): each completed gradient is copied into the IPG bucket, reducing the bucket
+  // first when it would overflow (reduce_bucket_size elements); then the full gradient is freed.
+  void grads_ready(size_t s, uint32_t c) {
+    const auto& ready = cx_.grads_ready_at[s];
+    if (ready.empty()) return;
+    for (size_t p : ready) {
+      const int64_t n = cx_.params[p].numel;
+      if (!bucket_.empty() && bucket_elems_ + n > cx_.s.zero.reduce_bucket_size) flush();
+      bucket_.push_back(p);
+      bucket_elems_ += n;
+    }
+    Op r = make_op(OpKind::release, Stream::compute, Phase::backward, st_.micro, layer_of(ready));
+    for (size_t p : ready) r.mem_delta[0] -= cx_.lp * cx_.params[p].numel;
+    set_range(r, TensorKind::lp_grad, ready);
+    r.deps.push_back(c);
+    e_.emit(std::move(r));
+  }
+
+  // Stages 1-2 with "reduce_scatter": false average each bucket with an all-reduce instead.
+  OpKind reduce_kind() const {
+    return cx_.stage <= 2 && !cx_.s.zero.reduce_scatter ? OpKind::allreduce : OpKind::reduce_scatter;
+  }
+
+  int64_t comm_bytes_per_elem() const {
+    return cx_.s.communication_data_type ? bytes_per_element(*cx_.s.communication_data_type) : cx_.lp;
+  }
+
+  uint32_t transfer(OpKind k, const std::vector<size_t>& ps, TensorKind tk, int64_t bytes, std::vector<uint32_t> deps) {
+    Stream sm = k == OpKind::h2d ? Stream::h2d : k == OpKind::d2h ? Stream::d2h
+                : k == OpKind::nvme_write ? Stream::nvme_write : Stream::nvme_read;
+    Op op = make_op(k, sm, Phase::backward, st_.micro, layer_of(ps));
+    op.bytes = bytes;
+    set_range(op, tk, ps);
+    op.deps = std::move(deps);
+    return e_.emit(std::move(op));
+  }
+
+  int64_t share(const std::vector<size_t>& ps) const {
+    int64_t n = 0;
+    for (size_t p : ps) n += cx_.params[p].part;
+    return n;
+  }
+
+  // After a reduction: move this rank's gradient partition where its optimizer reads it.
+  // Returns the last op. `red` is the reduce-scatter / all-reduce that produced it.
+  int64_t deliver(const std::vector<size_t>& ps, uint32_t red) {
+    int64_t last = red;
+    // Split by optimizer group (a bucket may straddle sub-groups on different tiers).
+    size_t a = 0;
+    while (a < ps.size()) {
+      size_t b = a;
+      const int32_t g = cx_.params[ps[a]].group;
+      while (b < ps.size() && cx_.params[ps[b]].group == g) ++b;
+      std::vector<size_t> run(ps.begin() + static_cast<long>(a), ps.begin() + static_cast<long>(b));
+      last = deliver_run(run, g, red);
+      a = b;
+    }
+    return last;
+  }
+
+  int64_t deliver_run(const std::vector<size_t>& ps, int32_t g, uint32_t red) {
+    const OptGroup& grp = cx_.groups[static_cast<size_t>(g)];
+    const int64_t n = share(ps);
+    uint32_t last = red;
+    auto mark = [&](int64_t id) {
+      for (size_t p : ps) st_.grad_delivered[p] = id;
+    };
+    std::vector<uint32_t> buffer_free;  // dpu: the previous step's Adam must have read the buffer
+    if (cx_.schedule == Schedule::dpu && st_.group_adam[static_cast<size_t>(g)] >= 0)
+      buffer_free.push_back(static_cast<uint32_t>(st_.group_adam[static_cast<size_t>(g)]));
+    if (cx_.stage == 3) {
+      if (cx_.opt_offload) {
+        // partition_grads: grad partitions live in pinned host memory (grad_partitions_flat_buffer); micro-step 0
+        // copies out and back ("ensure grad buffer is a CUDA buffer"), later micro-steps add through the GPU.
+        const int64_t gb = cx_.gacc_b * n;
+        if (st_.micro == 0) {
+          last = transfer(OpKind::d2h, ps, TensorKind::lp_grad, gb, {last});
+          last = transfer(OpKind::h2d, ps, TensorKind::lp_grad, gb, {last});
+        } else {
+          last = transfer(OpKind::h2d, ps, TensorKind::lp_grad, gb, {last});
+          last = transfer(OpKind::d2h, ps, TensorKind::lp_grad, gb, {last});
+        }
+        if (st_.boundary) {
+          // _offload_grad_partition_at_boundary: the fp32 cast is made on the GPU and copied to the sub-group's
+          // fp32 grad buffer (CPU), or to the gradient swapper (NVMe); Twin-Flow GPU groups keep it on the GPU.
+          if (grp.tier != Tier::gpu) {
+            std::vector<uint32_t> d = {last};
+            if (grp.tier == Tier::cpu) d.insert(d.end(), buffer_free.begin(), buffer_free.end());
+            last = transfer(OpKind::d2h, ps, TensorKind::fp32_grad, 4 * n, d);
+          }
+          if (grp.tier == Tier::nvme) {
+            std::vector<uint32_t> d = {last};
+            d.insert(d.end(), buffer_free.begin(), buffer_free.end());
+            const int64_t a4 = std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / 4);
+            last = transfer(OpKind::nvme_write, ps, TensorKind::fp32_grad, 4 * align_up(n, a4), d);
+          }
+          mark(last);
+        }
+      } else if (st_.boundary) {
+        mark(last);  // the partition accumulates in the GPU grad buffer
+      }
+      return last;
+    }
+    // Stages 0-2.
+    if (cx_.opt_offload) {
+      const int64_t ga = cx_.s.gradient_accumulation_steps;
+      if (cx_.stage == 2 && ga > 1) {
+        // async_accumulate_grad_in_cpu_via_gpu: micro-step 0 copies the lp grads out, later ones read them back.
+        if (st_.micro == 0)
+          last = transfer(OpKind::d2h, ps, TensorKind::lp_grad, cx_.lp * n, {last});
+        else
+          last = transfer(OpKind::h2d, ps, TensorKind::lp_grad, cx_.lp * n, {last});
+      }
+      if (st_.boundary) {
+        // async_inplace_copy_grad_to_fp32_buffer_from_gpu: cast to the master dtype on the GPU, then D2H.
+        std::vector<uint32_t> d = {last};
+        d.insert(d.end(), buffer_free.begin(), buffer_free.end());
+        last = transfer(OpKind::d2h, ps, TensorKind::fp32_grad, cx_.master_b * n, d);
+        mark(last);
+      }
+    } else if (st_.boundary) {
+      mark(last);
+    }
+    return last;
+  }
+
+  // __reduce_and_partition_ipg_grads (stage 3) / reduce_ipg_grads (stage 2): one reduce-scatter of the bucket.
+  void flush() {
+    if (bucket_.empty()) return;
+    Op rs = make_op(reduce_kind(), Stream::comm, Phase::backward, st_.micro, layer_of(bucket_));
+    rs.bytes = comm_bytes_per_elem() * bucket_elems_;
+    rs.group_ranks = static_cast<int32_t>(cx_.world);
+    set_range(rs, TensorKind::lp_grad, bucket_);
+    if (st_.last_compute >= 0) rs.deps.push_back(static_cast<uint32_t>(st_.last_compute));
+    if (st_.last_flush >= 0) rs.deps.push_back(static_cast<uint32_t>(st_.last_flush));
+    const uint32_t id = e_.emit(std::move(rs));
+    st_.last_flush = deliver(bucket_, id);
+    bucket_.clear();
+    bucket_elems_ = 0;
+    if (st_.boundary && cx_.schedule == Schedule::overlap) emit_overlap_ready_groups(cx_, e_, st_);
+  }
+
+  // Stages 0 and 1 reduce at the GA boundary, after backward, in parameter order and reduce_bucket_size
+  // buckets: stage 1 reduce-scatters into IPG buckets (static), stage 0 all-reduces flattened buckets
+  // (buffered_allreduce_fallback: each bucket is a fresh allocation, freed after).
+  void reduce_after_backward() {
+    const int64_t cap = std::max<int64_t>(1, cx_.s.zero.reduce_bucket_size);
+    std::vector<size_t> b;
+    int64_t elems = 0;
+    auto emit_bucket = [&]() {
+      if (b.empty()) return;
+      if (cx_.stage == 1) {
+        Op rs = make_op(reduce_kind(), Stream::comm, Phase::backward, st_.micro, layer_of(b));
+        rs.bytes = comm_bytes_per_elem() * elems;
+        rs.group_ranks = static_cast<int32_t>(cx_.world);
+        set_range(rs, TensorKind::lp_grad, b);
+        rs.deps.push_back(static_cast<uint32_t>(st_.last_compute));
+        if (st_.last_flush >= 0) rs.deps.push_back(static_cast<uint32_t>(st_.last_flush));
+        const uint32_t id = e_.emit(std::move(rs));
+        st_.last_flush = deliver(b, id);
+        if (cx_.schedule == Schedule::overlap) emit_overlap_ready_groups(cx_, e_, st_);
+      } else {
+        Op al = make_op(OpKind::alloc, Stream::comm, Phase::backward, st_.micro, layer_of(b));
+        al.mem_delta[0] = comm_bytes_per_elem() * elems;
+        al.deps.push_back(static_cast<uint32_t>(st_.last_compute));
+        if (st_.last_flush >= 0) al.deps.push_back(static_cast<uint32_t>(st_.last_flush));
+        const uint32_t a = e_.emit(std::move(al));
+        Op ar = make_op(OpKind::allreduce, Stream::comm, Phase::backward, st_.micro, layer_of(b));
+        ar.bytes = comm_bytes_per_elem() * elems;
+        ar.group_ranks = static_cast<int32_t>(cx_.world);
+        set_range(ar, TensorKind::lp_grad, b);
+        ar.deps.push_back(a);
+        const uint32_t r = e_.emit(std::move(ar));
+        Op fr = make_op(OpKind::release, Stream::comm, Phase::backward, st_.micro, layer_of(b));
+        fr.mem_delta[0] = -comm_bytes_per_elem() * elems;
+        fr.deps.push_back(r);
+        e_.emit(std::move(fr));
+        st_.last_flush = deliver(b, r);
+      }
+      b.clear();
+      elems = 0;
+    };
+    for (size_t p = 0; p < cx_.np(); ++p) {
+      if (!b.empty() && elems + cx_.params[p].numel > cap) emit_bucket();
+      b.push_back(p);
+      elems += cx_.params[p].numel;
+    }
+    emit_bucket();
+  }
+};
+
+}  // namespace
+
+void emit_micro_step(const Context& cx, Emitter& e, StepState& st) {
+  MicroStep ms(cx, e, st);
+  ms.run();
+}
+
+}  // namespace zs::core::sched
