@@ -1,0 +1,19 @@
+// Internal to exec/: the per-ISA CPU Adam kernels behind adam_kernel(). Each is compiled with a function-level
+// target attribute (cpu_adam_simd.cpp) so the library runs on any x86-64 and picks the kernel at run time.
+#pragma once
+
+#include <cstdint>
+
+#include "exec/cpu_adam.h"
+
+namespace zs::exec::detail {
+
+void adam_scalar(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int64_t end);
+// Both handle any [begin, end): whole vectors in SIMD, the tail through adam_scalar. Only call when
+// adam_kernel_supported() says the CPU has the instructions.
+void adam_avx2(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int64_t end);
+void adam_avx512(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int64_t end);
+bool cpu_has_avx2_fma_f16c();
+bool cpu_has_avx512();
+
+}  // namespace zs::exec::detail

@@ -1,0 +1,39 @@
+// HostBuffer: a large anonymous host allocation (mmap), 2 MiB-aligned and advised for transparent huge pages.
+// Streaming kernels save TLB misses (Adam pattern here: 13.3 → 14.6 GB/s), and an O_DIRECT request from huge
+// pages is one DMA segment instead of one per 4 KiB (a 1 MiB request from 4 KiB pages exceeds this virtio disk's
+// 254 segments and is split). Big arrays in exec/ come from here. Move-only.
+//   HostBuffer b = HostBuffer::allocate(n * sizeof(float));
+//   float* p = b.as<float>();
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace zs::exec {
+
+class HostBuffer {
+ public:
+  // Zero-filled (fresh anonymous pages); nullptr data() when the allocation fails.
+  static HostBuffer allocate(size_t bytes);
+  HostBuffer() = default;
+  ~HostBuffer();
+  HostBuffer(HostBuffer&& o) noexcept;
+  HostBuffer& operator=(HostBuffer&& o) noexcept;
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  void* data() const { return data_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  size_t bytes() const { return bytes_; }
+  explicit operator bool() const { return data_ != nullptr; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;   // requested
+  size_t mapped_ = 0;  // rounded to 2 MiB
+};
+
+}  // namespace zs::exec

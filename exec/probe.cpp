@@ -1,0 +1,244 @@
+#include "exec/probe.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+#include "exec/cpu_adam.h"
+#include "exec/host_buffer.h"
+#include "exec/membw.h"
+#include "exec/pinned_buffer.h"
+#include "exec/thread_pool.h"
+
+namespace zs::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string fmt(const char* f, double a) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, a);
+  return b;
+}
+
+std::string bytes_text(int64_t b) {
+  if (b >= (int64_t{1} << 30) && b % (int64_t{1} << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  if (b >= (1 << 20)) return std::to_string(b >> 20) + " MiB";
+  return std::to_string(b >> 10) + " KiB";
+}
+
+// Thread counts to time: 1, 2, 4, ... and all.
+std::vector<int> thread_counts(int all) {
+  std::vector<int> v;
+  for (int t = 1; t < all; t *= 2) v.push_back(t);
+  v.push_back(all);
+  return v;
+}
+
+}  // namespace
+
+core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
+                                      int reps, bool checksums, std::vector<std::string>* warnings) {
+  SwapperOptions so;
+  so.paths = paths;
+  so.aio = aio;
+  // Enough pool to keep queue_depth blocks in flight on every I/O thread, twice over.
+  const int64_t inflight = aio.block_size * aio.queue_depth * aio.intra_op_parallelism;
+  so.buffer_bytes = std::min(std::max<int64_t>(16 << 20, inflight / 2), std::max<int64_t>(bytes, aio.block_size));
+  so.buffer_count = 4;
+  so.checksums = checksums;
+  auto sw = Swapper::create(so);
+  if (!sw) return sw.error();
+  if (warnings)
+    for (const auto& w : (*sw)->warnings())
+      if (std::find(warnings->begin(), warnings->end(), w) == warnings->end()) warnings->push_back(w);
+  auto buf = PinnedBuffer::allocate(bytes, /*lock=*/false);
+  if (!buf) return buf.error();
+  for (int64_t i = 0; i < bytes; i += 8) {  // incompressible-ish content, every page touched
+    const uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    std::memcpy(buf->data() + i, &x, static_cast<size_t>(std::min<int64_t>(8, bytes - i)));
+  }
+  NvmeSample s;
+  s.block_size = aio.block_size;
+  s.queue_depth = aio.queue_depth;
+  const std::string name = "zerosim_probe_" + std::to_string(::getpid());
+  double best_w = 1e30, best_r = 1e30;
+  for (int r = 0; r < std::max(reps, 1); ++r) {
+    auto t0 = Clock::now();
+    auto h = (*sw)->swap_out(name, buf->data(), bytes, SourceUse::borrow);  // zero-copy, as the engine swaps
+    if (!h) return h.error();
+    ZS_TRY(h->wait());
+    best_w = std::min(best_w, since(t0));
+    t0 = Clock::now();
+    auto hi = (*sw)->swap_in(name, buf->data(), bytes);
+    if (!hi) return hi.error();
+    ZS_TRY(hi->wait());
+    best_r = std::min(best_r, since(t0));
+  }
+  ZS_TRY((*sw)->remove(name));
+  s.write_GBps = static_cast<double>(bytes) / best_w / 1e9;
+  s.read_GBps = static_cast<double>(bytes) / best_r / 1e9;
+  return s;
+}
+
+core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
+  const auto t_start = Clock::now();
+  auto say = [&](const std::string& s) {
+    if (o.progress) o.progress(s);
+  };
+  for (const auto& path : o.nvme_paths) {  // a bad path fails now, not after the DRAM and Adam runs
+    auto d = default_io_env()->probe_dir(path);
+    if (!d)
+      return core::bad_input("nvme path '" + path + "' is not usable: " + d.error().message +
+                             " (it must be an existing directory we can create files in)");
+  }
+  ProbeResult r;
+  r.quick = o.quick;
+  r.cpus = available_cpus();
+  const int threads = o.max_threads > 0 ? std::min(o.max_threads, r.cpus) : r.cpus;
+  r.memory_GiB = static_cast<double>(physical_memory_bytes()) / core::kGiB;
+
+  // Working set: twice the last-level cache (so DRAM, not cache, is measured), 256 MiB..2 GiB, ≤ RAM/8.
+  int64_t ws = std::clamp<int64_t>(2 * last_level_cache_bytes(), 256 << 20, int64_t{2} << 30);
+  ws = std::min<int64_t>(ws, physical_memory_bytes() / 8);
+  if (o.quick) ws = 32 << 20;
+  const int reps = o.quick ? 2 : 3;
+
+  ThreadPool pool(threads);
+  r.dram.threads = threads;
+  r.dram.triad_GBps = triad_GBps(pool, ws / 3 / 8, reps);
+  say("dram: triad " + fmt("%.1f", r.dram.triad_GBps) + " GB/s (" + std::to_string(threads) + " threads, " +
+      bytes_text(ws) + " working set" + (o.quick ? ", --quick: may be cache-resident" : "") + ")");
+
+  const int64_t n = ws / 4 / 4;  // four fp32 arrays
+  r.dram.working_set_bytes = 4 * 4 * n;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  HostBuffer pb = HostBuffer::allocate(bytes), gb = HostBuffer::allocate(bytes), mb = HostBuffer::allocate(bytes),
+             vb = HostBuffer::allocate(bytes);
+  if (!pb || !gb || !mb || !vb)
+    return core::io_error("probe: cannot allocate " + bytes_text(4 * static_cast<int64_t>(bytes)));
+  float *p = pb.as<float>(), *g = gb.as<float>(), *m = mb.as<float>(), *v = vb.as<float>();
+  std::fill(p, p + n, 0.5f);
+  std::fill(g, g + n, 1e-3f);
+  std::fill(m, m + n, 0.0f);
+  std::fill(v, v + n, 0.0f);
+  r.dram.adam_pattern_GBps = adam_pattern_GBps(pool, p, g, m, v, n, reps);
+  say("dram: Adam pattern (4 reads, 3 writes) " + fmt("%.1f", r.dram.adam_pattern_GBps) + " GB/s");
+
+  r.cpu_adam.kernel = to_string(best_adam_kernel());
+  AdamBuffers b;
+  b.params = p;
+  b.grads = g;
+  b.exp_avg = m;
+  b.exp_avg_sq = v;
+  b.n = n;
+  for (int t : thread_counts(threads)) {
+    CpuAdam adam({}, {.threads = t});
+    int64_t step = 1;
+    ZS_TRY(adam.step(step++, b));  // warm-up
+    double best = 1e30;
+    for (int rep = 0; rep < reps; ++rep) {
+      const auto t0 = Clock::now();
+      ZS_TRY(adam.step(step++, b));
+      best = std::min(best, since(t0));
+    }
+    const double pps = static_cast<double>(n) / best;
+    r.cpu_adam.by_threads.push_back({t, pps});
+    if (pps > r.cpu_adam.params_per_s) {
+      r.cpu_adam.params_per_s = pps;
+      r.cpu_adam.threads = t;
+    }
+    say("cpu_adam: " + std::to_string(t) + " thread" + (t > 1 ? "s " : " ") + fmt("%.3g", pps) + " params/s (" +
+        r.cpu_adam.kernel + ", " + fmt("%.1f", pps * 28 / 1e9) + " GB/s of Adam traffic)");
+  }
+  pb = {};
+  gb = {};
+  mb = {};
+  vb = {};
+
+  if (!o.nvme_paths.empty()) {
+    NvmeResult& nv = r.nvme;
+    nv.paths = o.nvme_paths;
+    nv.capacity_bytes = INT64_MAX;
+    for (const auto& path : o.nvme_paths) nv.capacity_bytes = std::min(nv.capacity_bytes, filesystem_bytes(path));
+    nv.file_bytes = o.quick ? (16 << 20) : (256 << 20);
+    const std::vector<int64_t> blocks =
+        o.quick ? std::vector<int64_t>{1 << 20} : std::vector<int64_t>{256 << 10, 1 << 20, 4 << 20};
+    const std::vector<int> depths = {8, 32};
+    double best_sum = -1;
+    for (int64_t bs : blocks) {
+      for (int qd : depths) {
+        AioConfig aio;
+        aio.block_size = bs;
+        aio.queue_depth = qd;
+        auto s = measure_nvme(o.nvme_paths, aio, nv.file_bytes, o.quick ? 1 : 2, true, &nv.warnings);
+        if (!s) return s.error();
+        nv.sweep.push_back(*s);
+        say("nvme: block " + bytes_text(bs) + " qd " + std::to_string(qd) + ": read " + fmt("%.2f", s->read_GBps) +
+            " GB/s, write " + fmt("%.2f", s->write_GBps) + " GB/s");
+        if (s->read_GBps + s->write_GBps > best_sum) {
+          best_sum = s->read_GBps + s->write_GBps;
+          nv.best = *s;
+        }
+      }
+    }
+    for (const auto& w : nv.warnings)
+      if (w.find("O_DIRECT") != std::string::npos) nv.direct = false;
+    nv.measured = true;
+    say("nvme: best aio block_size " + std::to_string(nv.best.block_size) + ", queue_depth " +
+        std::to_string(nv.best.queue_depth));
+  }
+
+  r.gpu.probed = false;
+  if (!o.gpu) {
+    r.gpu.note = "not requested (--gpu); this build has no CUDA device support";
+  } else {
+    // The GPU probes (pinned/pageable copies, GEMM, NCCL) live with the CUDA device; this library is host-only.
+    r.gpu.note = "no GPU: this build has no CUDA device support; GPU probes skipped";
+    say("gpu: " + r.gpu.note);
+  }
+  r.seconds = since(t_start);
+  return r;
+}
+
+core::Hardware apply_probe(core::Hardware h, const ProbeResult& r) {
+  char host[256] = "this machine";
+  (void)::gethostname(host, sizeof host - 1);
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  const std::string base_name = h.name;
+  h.name = base_name + ", probed on " + host;
+  h.source = std::string("zerosim probe on ") + host + ", " + date + ": cpu, DRAM" + (r.nvme.measured ? ", NVMe" : "") +
+             " and the measured block are measured; the rest comes from '" + base_name + "'" +
+             (h.file.empty() ? std::string() : " (" + h.file + ")") +
+             (r.quick ? "; --quick run: DRAM figures may be cache-bound, rerun without --quick" : "");
+  h.cpu.cores = r.cpus;
+  h.cpu.memory_GiB = std::max(0.001, std::round(r.memory_GiB * 10) / 10);
+  h.cpu.memory_GBps = r.dram.triad_GBps;
+  auto& ms = h.measured;
+  ms.dram_triad_GBps = r.dram.triad_GBps;
+  ms.dram_adam_pattern_GBps = r.dram.adam_pattern_GBps;
+  ms.cpu_adam_params_per_s = r.cpu_adam.params_per_s;
+  ms.cpu_adam_threads = r.cpu_adam.threads;
+  if (r.nvme.measured) {
+    const auto drives = static_cast<int64_t>(r.nvme.paths.size());
+    h.nvme.drives = drives;
+    h.nvme.capacity_GB_each = static_cast<double>(r.nvme.capacity_bytes) / core::kGB;
+    h.nvme.read_GBps_each = r.nvme.best.read_GBps / static_cast<double>(drives);
+    h.nvme.write_GBps_each = r.nvme.best.write_GBps / static_cast<double>(drives);
+    ms.nvme_read_GBps = r.nvme.best.read_GBps;
+    ms.nvme_write_GBps = r.nvme.best.write_GBps;
+    ms.aio_block_size = r.nvme.best.block_size;
+    ms.aio_queue_depth = r.nvme.best.queue_depth;
+  }
+  return h;
+}
+
+}  // namespace zs::exec

@@ -1,0 +1,91 @@
+// Probe: measures this machine for the simulator (`zerosim probe`): DRAM triad and Adam-pattern bandwidth,
+// CPU Adam params/s for 1..all threads, NVMe read/write GB/s through the Swapper over a small sweep of
+// block sizes × queue depths (recommending the best aio block, as ds_nvme_tune does), and GPU figures when
+// built with CUDA and a GPU is present. apply_probe() folds the figures into a hardware profile.
+//   ProbeOptions o{.nvme_paths = {"/local_nvme"}, .progress = [](const std::string& s) { std::cerr << s; }};
+//   Result<ProbeResult> r = run_probe(o);
+//   core::Hardware h = apply_probe(*core::load_hardware("ci-2core"), *r);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/hardware.h"
+#include "core/status.h"
+#include "exec/swapper.h"
+
+namespace zs::exec {
+
+struct ProbeOptions {
+  std::vector<std::string> nvme_paths;  // striped like the swapper; empty = skip the NVMe part
+  bool quick = false;   // small arrays and files: seconds, for tests (DRAM figures then may be cache-bound)
+  bool gpu = false;     // also probe the GPU (needs a CUDA build and a device)
+  int max_threads = 0;  // 0 = every available CPU
+  std::function<void(const std::string&)> progress;  // one line per finished measurement (no newline)
+};
+
+struct DramResult {
+  double triad_GBps = 0, adam_pattern_GBps = 0;
+  int threads = 0;
+  int64_t working_set_bytes = 0;  // of the Adam-pattern run (4 fp32 arrays)
+};
+
+struct AdamRate {
+  int threads = 0;
+  double params_per_s = 0;
+};
+
+struct CpuAdamResult {
+  std::string kernel;
+  std::vector<AdamRate> by_threads;
+  double params_per_s = 0;  // best
+  int threads = 0;          // where the best was reached
+};
+
+struct NvmeSample {
+  int64_t block_size = 0;
+  int queue_depth = 0;
+  double read_GBps = 0, write_GBps = 0;
+};
+
+struct NvmeResult {
+  bool measured = false;
+  std::vector<std::string> paths;
+  bool direct = true;                 // O_DIRECT on every path
+  std::vector<std::string> warnings;  // from the swapper (buffered fallback, mlock)
+  int64_t capacity_bytes = 0;         // smallest path's file system
+  int64_t file_bytes = 0;             // bytes written and read per sample
+  std::vector<NvmeSample> sweep;
+  NvmeSample best;  // the recommended aio block_size / queue_depth (max read + write)
+};
+
+struct GpuResult {
+  bool probed = false;
+  std::string note;  // "no GPU", "not built with CUDA", ...
+};
+
+struct ProbeResult {
+  int cpus = 0;
+  double memory_GiB = 0;
+  DramResult dram;
+  CpuAdamResult cpu_adam;
+  NvmeResult nvme;
+  GpuResult gpu;
+  bool quick = false;
+  double seconds = 0;
+};
+
+core::Result<ProbeResult> run_probe(const ProbeOptions& o);
+
+// One NVMe sample through the Swapper: swap_out then swap_in of one `bytes` tensor, best of `reps` each
+// (the first write also fallocates). Warnings of the swapper are appended to `warnings` when given.
+core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
+                                      int reps, bool checksums = true, std::vector<std::string>* warnings = nullptr);
+
+// `base` with cpu.cores / memory_GiB / memory_GBps (triad) and the nvme fields (when measured) overwritten,
+// the measured block filled, and name/source saying where the figures came from.
+core::Hardware apply_probe(core::Hardware base, const ProbeResult& r);
+
+}  // namespace zs::exec

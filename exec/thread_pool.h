@@ -1,0 +1,50 @@
+// A fixed pool of worker threads for data-parallel host kernels (CPU Adam, the probe's bandwidth loops).
+// run() hands task indices 0..n-1 to the workers and the calling thread, and returns when all are done.
+//   ThreadPool pool(4);                       // 3 workers + the caller
+//   pool.run(tiles, [&](int64_t t) { kernel(t * tile, (t + 1) * tile); });
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace zs::exec {
+
+class ThreadPool {
+ public:
+  // `threads` ≥ 1 counts the caller; 0 means every CPU this process may run on.
+  explicit ThreadPool(int threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // Dynamic schedule: each thread claims the next task index until none is left.
+  void run(int64_t tasks, const std::function<void(int64_t)>& fn);
+  // Static schedule: fn(t) runs exactly once on each of the threads() threads, t = 0..threads()-1.
+  void run_per_thread(const std::function<void(int)>& fn);
+
+ private:
+  void worker_loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  uint64_t generation_ = 0;
+  int running_ = 0;
+  bool stop_ = false;
+  bool per_thread_ = false;
+  const std::function<void(int64_t)>* fn_ = nullptr;
+  const std::function<void(int)>* per_thread_fn_ = nullptr;
+  int64_t tasks_ = 0;
+  std::atomic<int64_t> next_{0};
+};
+
+// CPUs this process may run on (sched_getaffinity), at least 1.
+int available_cpus();
+
+}  // namespace zs::exec

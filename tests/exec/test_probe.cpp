@@ -1,0 +1,112 @@
+// The probe (quick mode, a few seconds) and the profile it writes: it must load with load_hardware_file,
+// which is what `fit` and `simulate` do with `--hardware FILE`. Also the report's shape and membw helpers.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/hardware.h"
+#include "core/json_reader.h"
+#include "exec/membw.h"
+#include "exec/probe.h"
+#include "exec/report.h"
+#include "exec/thread_pool.h"
+
+using namespace zs;
+namespace fs = std::filesystem;
+
+TEST_CASE("probe --quick measures everything and its profile loads back", "[exec][probe]") {
+  std::string dir = "/tmp/zs_test_probe_XXXXXX";
+  REQUIRE(::mkdtemp(dir.data()) != nullptr);
+  std::vector<std::string> lines;
+  exec::ProbeOptions o;
+  o.nvme_paths = {dir};
+  o.quick = true;
+  o.gpu = true;
+  o.progress = [&](const std::string& s) { lines.push_back(s); };
+  auto r = exec::run_probe(o);
+  REQUIRE(r.ok());
+  CHECK(r->cpus >= 1);
+  CHECK(r->dram.triad_GBps > 0);
+  CHECK(r->dram.adam_pattern_GBps > 0);
+  CHECK(r->cpu_adam.params_per_s > 0);
+  CHECK(r->cpu_adam.threads >= 1);
+  CHECK(r->cpu_adam.by_threads.back().threads == r->cpus);
+  REQUIRE(r->nvme.measured);
+  CHECK(r->nvme.sweep.size() == 2);
+  CHECK(r->nvme.best.read_GBps > 0);
+  CHECK(r->nvme.best.write_GBps > 0);
+  CHECK(r->nvme.best.block_size == 1 << 20);
+  CHECK(!r->gpu.probed);
+  CHECK(r->gpu.note.find("no GPU") != std::string::npos);
+  CHECK(lines.size() >= 5);  // progress: triad, pattern, one per thread count, nvme samples, gpu
+  CHECK(r->seconds < 30);
+  // Nothing left behind in the measured directory.
+  CHECK(fs::is_empty(dir));
+
+  auto base = core::load_hardware("ci-2core");
+  REQUIRE(base.ok());
+  core::Hardware h = exec::apply_probe(*base, *r);
+  const std::string out = dir + "/probed.json";
+  REQUIRE(core::write_file_atomic(out, core::hardware_to_json(h)).ok());
+  auto back = core::load_hardware_file(out);
+  INFO((back.ok() ? std::string() : back.error().message));
+  REQUIRE(back.ok());
+  CHECK(back->cpu.cores == r->cpus);
+  CHECK(back->cpu.memory_GBps == Approx(r->dram.triad_GBps));
+  CHECK(back->nvme.drives == 1);
+  CHECK(back->nvme.read_GBps_each == Approx(r->nvme.best.read_GBps));
+  REQUIRE(back->measured.cpu_adam_params_per_s.has_value());
+  CHECK(*back->measured.cpu_adam_params_per_s == Approx(r->cpu_adam.params_per_s));
+  CHECK(*back->measured.dram_adam_pattern_GBps == Approx(r->dram.adam_pattern_GBps));
+  CHECK(*back->measured.aio_block_size == r->nvme.best.block_size);
+  CHECK(*back->measured.aio_queue_depth == r->nvme.best.queue_depth);
+  CHECK(back->gpu.name == base->gpu.name);  // GPU and links come from the base
+  fs::remove_all(dir);
+}
+
+TEST_CASE("probe reports a bad nvme path as an error", "[exec][probe]") {
+  exec::ProbeOptions o;
+  o.nvme_paths = {"/nonexistent/zerosim"};
+  o.quick = true;
+  auto r = exec::run_probe(o);
+  REQUIRE(!r.ok());
+  CHECK(r.error().message.find("/nonexistent/zerosim") != std::string::npos);
+}
+
+TEST_CASE("report lists SIMD, libaio, O_DIRECT and the optional parts", "[exec][report]") {
+  auto items = exec::build_report({"/tmp", "/nonexistent/zerosim"});
+  auto find = [&](const std::string& name) -> const exec::ReportItem* {
+    for (const auto& it : items)
+      if (it.name == name) return &it;
+    return nullptr;
+  };
+  REQUIRE(find("SIMD flags"));
+  REQUIRE(find("CPU Adam kernel"));
+  REQUIRE(find("libaio"));
+  REQUIRE(find("/tmp"));
+  CHECK(find("/tmp")->value.find("O_DIRECT") != std::string::npos);
+  REQUIRE(find("/nonexistent/zerosim"));
+  CHECK(!find("/nonexistent/zerosim")->ok);
+  for (const char* part : {"CUDA", "NCCL", "MPI", "SimGrid", "Qt"}) {
+    INFO(part);
+    REQUIRE(find(part));
+    const auto& v = find(part)->value;
+    CHECK((v == "not built" || v.rfind("built (", 0) == 0));
+  }
+#ifdef ZEROSIM_HAVE_AIO
+  CHECK(find("libaio")->ok);
+#endif
+}
+
+TEST_CASE("membw helpers return plausible figures", "[exec][probe]") {
+  exec::ThreadPool pool(1);
+  CHECK(exec::adam_pattern_GBps(pool, 1 << 16, 2) > 0.1);
+  CHECK(exec::triad_GBps(pool, 1 << 16, 2) > 0.1);
+  CHECK(exec::physical_memory_bytes() > 0);
+  exec::ThreadPool pool2(3);
+  std::vector<int> hits(3, 0);
+  pool2.run_per_thread([&](int t) { hits[static_cast<size_t>(t)]++; });
+  CHECK(hits == std::vector<int>{1, 1, 1});
+}
