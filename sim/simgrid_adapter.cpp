@@ -3,11 +3,12 @@
 // callback; vetoable_start() is the 3.32 name of the start that honours dependencies.
 #include "sim/simgrid_adapter.h"
 
-#include <simgrid/version.h>
-
 #include <cmath>
 #include <exception>
+
+// s4u.hpp first: simgrid/version.h relies on xbt/base.h's macros without including it.
 #include <simgrid/s4u.hpp>
+#include <simgrid/version.h>
 
 namespace zs::sim {
 namespace {
