@@ -1,0 +1,121 @@
+// The main window: keyboard shortcuts, simulate → compare with a trace file, sessions saved and restored, and the
+// screenshot driver (prepare_tab + grab) for each tab.
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "core/json_reader.h"
+#include "gui/models/jobs.h"
+#include "gui/widgets/compare_tab.h"
+#include "gui/widgets/explore_tab.h"
+#include "gui/widgets/main_window.h"
+#include "gui/widgets/simulate_tab.h"
+#include "gui/widgets/sweep_tab.h"
+#include "gui/widgets/timeline_view.h"
+
+using namespace zs;
+using namespace zs::gui;
+
+class TestGuiWindow : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void shortcutsSwitchTabs() {
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowActive(&w));  // window shortcuts need the active window
+    QVERIFY(w.open({"gpt2-124m", "dgx-a100-80gb", "zero2"}));
+    const Qt::Key keys[] = {Qt::Key_1, Qt::Key_2, Qt::Key_3, Qt::Key_4};
+    for (int i = 3; i >= 0; --i) {
+      QTest::keyClick(&w, keys[i], Qt::ControlModifier);
+      QCOMPARE(w.current_tab(), MainWindow::tab_names()[i]);
+    }
+    w.show_tab(QStringLiteral("compare"));
+    QCOMPARE(w.current_tab(), QStringLiteral("compare"));
+  }
+
+  void simulateThenCompare() {
+    if (!simulator_available()) QSKIP("built without SimGrid: no simulator");
+    MainWindow w;
+    w.show();
+    QVERIFY(QTest::qWaitForWindowActive(&w));  // window shortcuts need the active window
+    QVERIFY(w.open({"gpt2-355m", "dgx-a100-80gb", "zero3-offload-cpu"}));
+    QSignalSpy done(w.simulate_tab()->job(), &Job::done);
+    QTest::keyClick(&w, Qt::Key_F5);
+    QCOMPARE(w.current_tab(), QStringLiteral("simulate"));
+    QVERIFY(done.wait(60000));
+    const Prediction& p = w.simulate_tab()->result();
+    QVERIFY(p.feasible && p.step_time_s > 0);
+    QVERIFY(w.simulate_tab()->timeline_model()->lanes() > 0);
+    QVERIFY(w.simulate_tab()->summary_model()->rowCount() > 3);
+    // Zoom by shortcut: the Simulate timeline's axis narrows, Ctrl+0 fits again.
+    TimelineView* tv = w.simulate_tab()->timeline();
+    QTest::keyClick(&w, Qt::Key_Equal, Qt::ControlModifier);
+    QVERIFY(tv->axis().zoomed());
+    QTest::keyClick(&w, Qt::Key_0, Qt::ControlModifier);
+    QVERIFY(!tv->axis().zoomed());
+    // A "measured" trace: the prediction's own, written as zerosim trace JSON — every error is then zero.
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("measured.json"));
+    QVERIFY(core::write_file_atomic(path.toStdString(), core::trace_to_json(p.trace)).ok());
+    QVERIFY2(w.load_trace(path), qPrintable(w.last_error()));
+    PhaseModel* pm = w.compare()->phase_model();
+    QVERIFY(pm->rowCount() >= 4);
+    QVERIFY(pm->max_abs_error() < 1e-9);
+    QCOMPARE(w.compare()->measured_model()->lanes(), w.compare()->predicted_model()->lanes());
+    QVERIFY(!w.load_trace(dir.filePath(QStringLiteral("none.json"))));
+    // Scenario edits mark the result stale but keep it.
+    QVERIFY(w.explore()->set_knob(Knob::micro_batch, "2"));
+    QVERIFY(w.simulate_tab()->has_result());
+  }
+
+  void sessionsSaveAndRestore() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("a.zsession"));
+    {
+      MainWindow w;
+      QVERIFY(w.open({"gpt2-1.5b", "dgx2", "zero2-offload-cpu"}));
+      QVERIFY(w.explore()->set_knob(Knob::micro_batch, "2"));
+      QVERIFY(w.explore()->set_knob(Knob::schedule, "dpu"));
+      QVERIFY(w.explore()->hardware_model()->set_field("cpu.memory_GiB", QStringLiteral("512")));
+      w.sweep()->set_spec({{Knob::stage, {"1", "2", "3"}}, {Knob::offload_optimizer, {"none", "cpu"}}});
+      w.show_tab(QStringLiteral("sweep"));
+      QVERIFY2(w.save_session(path), qPrintable(w.last_error()));
+      QVERIFY(w.windowTitle().contains(QStringLiteral("a.zsession")));
+    }
+    MainWindow w;
+    QVERIFY2(w.open_session(path), qPrintable(w.last_error()));
+    const Scenario& s = w.explore()->scenario();
+    QCOMPARE(s.strategy.micro_batch_per_gpu, int64_t{2});
+    QVERIFY(s.schedule == core::Schedule::dpu);
+    QCOMPARE(s.hardware.cpu.memory_GiB, 512.0);
+    QCOMPARE(w.current_tab(), QStringLiteral("sweep"));
+    const SweepSpec sp = w.sweep()->spec();
+    QVERIFY(sp.x.knob == Knob::stage);
+    QCOMPARE(sp.x.values.size(), size_t{3});
+    QVERIFY(!w.open_session(dir.filePath(QStringLiteral("missing.zsession"))));
+    QVERIFY(!w.last_error().isEmpty());
+  }
+
+  void screenshotDriverRendersEveryTab() {
+    if (!simulator_available()) QSKIP("built without SimGrid: no simulator");
+    for (const QString& tab : MainWindow::tab_names()) {
+      MainWindow w;
+      w.resize(1280, 800);
+      w.show();
+      QVERIFY(w.open({"gpt2-124m", "dgx-a100-80gb", "zero3-offload-cpu"}));
+      w.sweep()->set_spec({{Knob::micro_batch, {"1", "2"}}, {Knob::offload_optimizer, {"none", "cpu"}}});
+      bool finished = false, ok = false;
+      w.prepare_tab(tab, {}, [&](bool o, const QString&) { finished = true, ok = o; });
+      QTRY_VERIFY_WITH_TIMEOUT(finished, 120000);
+      QVERIFY2(ok, qPrintable(tab));
+      QCOMPARE(w.current_tab(), tab);
+      const QPixmap pm = w.grab();
+      QCOMPARE(pm.size(), w.size());
+      QVERIFY(!pm.toImage().isNull());
+    }
+  }
+};
+
+QTEST_MAIN(TestGuiWindow)
+#include "test_gui_window.moc"
