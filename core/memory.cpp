@@ -12,8 +12,7 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t align_up(int64_t a, int64_t b) { return b <= 1 ? a : ceil_div(a, b) * b; }
 
-// DeepSpeed's swap helpers (swap_tensor/utils.py): MIN_AIO_BYTES = 1 MiB, AIO_ALIGNED_BYTES = 1024.
-constexpr int64_t kMinAioBytes = 1 << 20;
+// DeepSpeed's swap helpers (swap_tensor/utils.py): AIO_ALIGNED_BYTES = 1024 (MIN_AIO_BYTES: param_swap).
 constexpr int64_t kAioAlignedBytes = 1024;
 
 struct Builder {
@@ -105,6 +104,33 @@ TransientPeak fwd_bwd_peak(const ModelSpec& m, const Strategy& s, const Activati
         if (last[p] == static_cast<int64_t>(st)) grads -= lp * numel[p];
   }
   return best;
+}
+
+// ZeRO-3 optimizer sub-groups (_create_fp16_sub_groups): partition elements per sub-group, parameters in order,
+// a sub-group closing once it holds ≥ sub_group_size elements (one sub-group when the partition is smaller).
+std::vector<int64_t> zero3_sub_groups(const std::vector<TensorInfo>& tensors, const Strategy& s) {
+  const int64_t world = s.world();
+  int64_t total = 0;
+  for (const auto& t : tensors)
+    if (!t.tied) total += ceil_div(t.numel, world);
+  std::vector<int64_t> groups;
+  int64_t group = 0;
+  for (const auto& t : tensors) {
+    if (t.tied) continue;
+    group += ceil_div(t.numel, world);
+    if (s.zero.sub_group_size < total && group >= s.zero.sub_group_size) {
+      groups.push_back(group);
+      group = 0;
+    }
+  }
+  if (group > 0 || groups.empty()) groups.push_back(group);
+  return groups;
+}
+
+std::string ratio_text(double ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", ratio);
+  return buf;
 }
 
 }  // namespace
@@ -202,36 +228,27 @@ PartitionSizes partition_sizes(const ModelSpec& m, const Strategy& s) {
   int64_t total = 0;
   for (const auto& t : tensors)
     if (!t.tied) total += ceil_div(t.numel, world);
-  int64_t group = 0;
-  for (const auto& t : tensors) {
-    if (t.tied) continue;
-    group += ceil_div(t.numel, world);
-    if (s.zero.sub_group_size < total && group >= s.zero.sub_group_size) {
-      z.largest_sub_group = std::max(z.largest_sub_group, group);
-      group = 0;
-    }
-  }
-  z.largest_sub_group = std::max(z.largest_sub_group, group);
+  for (int64_t g : zero3_sub_groups(tensors, s)) z.largest_sub_group = std::max(z.largest_sub_group, g);
 
   if (s.zero.offload_param.device == OffloadDevice::nvme) {
     // _create_param_groups_fp16_flat_cpu_memory: the first max_in_cpu partition elements stay in pinned CPU
-    // memory; swappable partitions (≥ max(1 MiB, aio block)) after that live on NVMe, padded for aio.
-    const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
+    // memory; swappable partitions (≥ max(1 MiB, aio block)) after that live on NVMe (param_swap), padded for aio.
     const int64_t align_numel = std::max<int64_t>(1, kAioAlignedBytes * s.aio.intra_op_parallelism / z.lp_bytes);
     const int64_t in_cpu_budget = std::min(total, s.zero.offload_param.max_in_cpu);
+    const std::vector<char> on_nvme = param_swap(m, s).on_nvme;
     z.param_partition_in_cpu = in_cpu_budget;
     int64_t cum = 0;
+    size_t id = 0;
     for (const auto& t : tensors) {
       if (t.tied) continue;
       const int64_t part = ceil_div(t.numel, world);
       cum += part;
-      if (cum <= in_cpu_budget) continue;
-      if (part * z.lp_bytes < min_aio) {
+      if (on_nvme[id++]) {
+        z.param_partition_on_nvme += align_up(part, align_numel);
+        z.largest_nvme_param_partition = std::max(z.largest_nvme_param_partition, align_up(part, align_numel));
+      } else if (cum > in_cpu_budget) {
         z.param_partition_in_cpu += part;  // too small to swap: stays in CPU memory
-        continue;
       }
-      z.param_partition_on_nvme += align_up(part, align_numel);
-      z.largest_nvme_param_partition = std::max(z.largest_nvme_param_partition, align_up(part, align_numel));
     }
   }
   return z;
@@ -254,7 +271,6 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
   const OffloadDevice par_dev = stage == 3 ? z.offload_param.device : OffloadDevice::none;
   const bool opt_off = opt_dev != OffloadDevice::none;
   const bool pin_opt = z.offload_optimizer.pin_memory;
-  const double cpu_frac = (stage == 3 && opt_off) ? z.offload_optimizer.ratio : (opt_off ? 1.0 : 0.0);
   const std::string part = frac_label(stage >= 1 ? world : 1);
   const std::string dt = to_string(s.model_dtype());
 
@@ -300,7 +316,7 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
               lp * z.reduce_bucket_size * (z.overlap_comm ? 2 : 1));
   } else {
     // ZeRO-3
-    rep = replay_coordinator(m, trace, z);
+    rep = replay_coordinator(m, trace, z, param_swap(m, s));
     r.zero3_persistent_numel = rep.persistent_numel;
     if (par_dev == OffloadDevice::none) {
       gpu.add("lp_params", dt + " param partitions" + part, lp * p);
@@ -321,20 +337,47 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
                              std::to_string(ps.largest_nvme_param_partition) +
                              " elements): DeepSpeed asserts \"More elements ... than buffer size\" (issue #3506); "
                              "raise offload_param.buffer_size");
+      if (rep.swap_buffer_shortfall > 0)
+        r.problems.push_back(
+            "offload_param.buffer_count " + std::to_string(z.offload_param.buffer_count) + " is too few: fetching " +
+            module_table(m)[trace[rep.shortfall_step].module].name + " (trace step " +
+            std::to_string(rep.shortfall_step) + ") needs " + std::to_string(rep.swap_buffer_shortfall) +
+            " more swap buffers while parameters still gathered (stage3_max_reuse_distance) or swapped in ahead "
+            "hold theirs: DeepSpeed "
+            "asserts \"Not enough swap in buffers\"; raise offload_param.buffer_count to " +
+            std::to_string(rep.peak_swap_buffers) + " or lower stage3_max_reuse_distance");
     }
     gpu.add("persistent_params", dt + " persistent params (numel <= param_persistence_threshold, full)",
             lp * rep.persistent_numel);
     if (z.zero_hpz_partition_size > 1)
       gpu.add("hpz_secondary", "ZeRO++ hpZ secondary param partition", lp * ceil_div(P, z.zero_hpz_partition_size));
-    const double gpu_frac = 1.0 - cpu_frac;
     if (!opt_off) {
       gpu.add("lp_grads", dt + " grad partitions" + part, gacc_b * p);
       gpu.add("fp32_master", "fp32 master params" + part, master_b * p);
       gpu.add("adam_m_v", "Adam m and v" + part, 2 * state_b * p);
     } else {
       cpu.add("lp_grads", dt + " grad partitions (grad_partitions_flat_buffer)" + part, gacc_b * p, pin_opt);
-      const auto on_cpu = static_cast<int64_t>(std::llround(cpu_frac * static_cast<double>(p)));
-      const int64_t on_gpu = p - on_cpu;
+      // Twin-Flow (offload_optimizer.ratio < 1): DeepSpeed v0.19 steps whole sub-groups on the GPU, the first
+      // int((1 - ratio) x n) of the n (subgroup_to_device), so with one sub-group a ratio below 1 does nothing.
+      int64_t on_gpu = 0;
+      if (z.offload_optimizer.ratio < 1.0) {
+        const std::vector<int64_t> groups = zero3_sub_groups(tensor_table(m), s);
+        const auto n = static_cast<int64_t>(groups.size());
+        const auto k = std::min(n, static_cast<int64_t>((1.0 - z.offload_optimizer.ratio) * static_cast<double>(n)));
+        for (int64_t g = 0; g < k; ++g) on_gpu += groups[static_cast<size_t>(g)];
+        const std::string where = opt_dev == OffloadDevice::nvme ? "NVMe" : "CPU";
+        const std::string of_n = std::to_string(n) + " sub-group" + (n == 1 ? "" : "s");
+        if (k == 0)
+          r.notes.push_back("offload_optimizer.ratio " + ratio_text(z.offload_optimizer.ratio) + " with " + of_n +
+                            ": DeepSpeed keeps all sub-groups on " + where + " (it puts the first int((1 - ratio) x " +
+                            std::to_string(n) + ") = 0 on the GPU); lower sub_group_size");
+        else
+          r.notes.push_back("offload_optimizer.ratio " + ratio_text(z.offload_optimizer.ratio) + ": the first " +
+                            std::to_string(k) + " of " + of_n + " (" + std::to_string(on_gpu) +
+                            " partition elements) step on the GPU, the rest on " + where +
+                            " (DeepSpeed v0.19 assigns whole sub-groups)");
+      }
+      const int64_t on_cpu = std::max<int64_t>(0, p - on_gpu);
       if (on_gpu > 0) {
         gpu.add("fp32_master", "fp32 master params (Twin-Flow GPU share)", master_b * on_gpu);
         gpu.add("adam_m_v", "Adam m and v (Twin-Flow GPU share)", 2 * state_b * on_gpu);
@@ -361,7 +404,6 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
                                ", pipeline_write=" + (z.offload_optimizer.pipeline_write ? "true" : "false") +
                                ": DeepSpeed asserts \"ran out of swap buffers, try increasing 'buffer_count'\"");
       }
-      (void)gpu_frac;
     }
     gpu.add("comm_buckets", "IPG reduce-scatter bucket (reduce_bucket_size)", lp * z.reduce_bucket_size);
   }

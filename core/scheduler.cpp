@@ -12,9 +12,6 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// DeepSpeed's swap helpers (swap_tensor/utils.py), as memory.cpp uses them.
-constexpr int64_t kMinAioBytes = 1 << 20;
-
 const char* kind_suffix(TensorKind k) {
   switch (k) {
     case TensorKind::lp_param: return "";
@@ -48,27 +45,19 @@ std::vector<OptGroup> make_groups(const Context& cx) {
       }
     }
   }
+  // Twin-Flow (offload_optimizer.ratio < 1): the first int((1 − ratio) · n) of DeepSpeed's n sub-groups step on
+  // the GPU (subgroup_to_device), as fit counts them (memory.cpp): params [0, gpu_end).
+  size_t gpu_end = 0;
+  if (cx.stage == 3 && cx.opt_offload && z.offload_optimizer.ratio < 1.0) {
+    const auto k = static_cast<size_t>((1.0 - z.offload_optimizer.ratio) * static_cast<double>(cuts.size()));
+    gpu_end = k >= cuts.size() ? cx.np() : cuts[k];
+  }
   if (cx.schedule == Schedule::overlap && cx.opt_offload)
     for (size_t i = 1; i < cx.np(); ++i)
       if (cx.params[i].layer != cx.params[i - 1].layer) cuts.push_back(i);
-  // Twin-Flow (offload_optimizer.ratio < 1): the first (1 − ratio) of the partition elements step on the GPU,
-  // as fit splits them (memory.cpp); DeepSpeed assigns whole sub-groups (docs/PLAN.md).
-  Tier off_tier = cx.opt_dev == OffloadDevice::nvme ? Tier::nvme : Tier::cpu;
-  int64_t gpu_elems = 0;
-  if (cx.stage == 3 && cx.opt_offload) {
-    const int64_t p = ceil_div(cx.mem.sizes.params, cx.world);
-    gpu_elems = p - static_cast<int64_t>(std::llround(z.offload_optimizer.ratio * static_cast<double>(p)));
-    if (gpu_elems > 0) {
-      int64_t acc = 0;
-      for (size_t i = 0; i < cx.np() && acc < gpu_elems; ++i) {
-        acc += cx.params[i].part;
-        if (acc >= gpu_elems && i + 1 < cx.np()) cuts.push_back(i + 1);
-      }
-    }
-  }
+  const Tier off_tier = cx.opt_dev == OffloadDevice::nvme ? Tier::nvme : Tier::cpu;
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  int64_t acc = 0;
   for (size_t c = 0; c < cuts.size(); ++c) {
     OptGroup og;
     og.first = cuts[c];
@@ -79,13 +68,7 @@ std::vector<OptGroup> make_groups(const Context& cx) {
       og.elements += cx.params[i].part;
       if (cx.params[i].layer != og.layer) og.layer = -1;
     }
-    if (!cx.opt_offload || cx.stage == 0)
-      og.tier = Tier::gpu;
-    else if (acc < gpu_elems)
-      og.tier = Tier::gpu;
-    else
-      og.tier = off_tier;
-    acc += og.elements;
+    og.tier = (!cx.opt_offload || cx.stage == 0 || og.first < gpu_end) ? Tier::gpu : off_tier;
     g.push_back(og);
   }
   return g;
@@ -159,23 +142,14 @@ Context::Context(const ModelSpec& m_, const Hardware& hw_, const Strategy& s_, c
 
   trace = module_trace(m, ckpt);
   if (stage == 3) {
-    rep = replay_coordinator(m, trace, z);
+    const ParamSwap swap = param_swap(m, s);
+    rep = replay_coordinator(m, trace, z, swap);
     for (size_t i = 0; i < params.size(); ++i) params[i].persistent = rep.params[i].persistent;
     // lp partition home: as partition_sizes() places them (max_in_cpu first, small partitions stay in CPU).
-    const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
-    int64_t in_cpu_budget = 0, total = 0;
-    for (const auto& p : params) total += p.part;
-    in_cpu_budget = std::min(total, z.offload_param.max_in_cpu);
-    int64_t c = 0;
-    for (auto& p : params) {
-      c += p.part;
-      if (par_dev == OffloadDevice::none)
-        p.lp_home = Tier::gpu;
-      else if (par_dev == OffloadDevice::cpu || c <= in_cpu_budget || p.part * lp < min_aio)
-        p.lp_home = Tier::cpu;
-      else
-        p.lp_home = Tier::nvme;
-    }
+    for (size_t i = 0; i < params.size(); ++i)
+      params[i].lp_home = par_dev == OffloadDevice::none ? Tier::gpu
+                          : i < swap.on_nvme.size() && swap.on_nvme[i] ? Tier::nvme
+                                                                       : Tier::cpu;
   }
   groups = make_groups(*this);
   for (size_t g = 0; g < groups.size(); ++g)
@@ -418,22 +392,8 @@ Plan build(const Context& cx) {
                       std::to_string(cx.s.gradient_clipping) + " needs a deferred check (docs/PLAN.md)");
   if (cx.schedule == Schedule::dpu && cx.opt_offload)
     p.notes.push_back("dpu: steady state of the delayed update; the Adam ops use the previous step's gradients");
-  if (cx.stage == 3 && cx.opt_offload && cx.s.zero.offload_optimizer.ratio < 1.0) {
-    // DeepSpeed v0.19 puts sub-group i on the GPU when i < int((1 - ratio) * n); fit and the plan split elements.
-    int64_t n = 0, acc = 0, total = 0;
-    for (const auto& prm : cx.params) total += prm.part;
-    for (size_t i = 0; i < cx.np(); ++i) {
-      acc += cx.params[i].part;
-      if ((cx.s.zero.sub_group_size < total && acc >= cx.s.zero.sub_group_size) || i + 1 == cx.np()) {
-        ++n;
-        acc = 0;
-      }
-    }
-    const auto on_gpu = static_cast<int64_t>((1.0 - cx.s.zero.offload_optimizer.ratio) * static_cast<double>(n));
-    p.notes.push_back("Twin-Flow ratio " + std::to_string(cx.s.zero.offload_optimizer.ratio) +
-                      ": partition elements split as fit does; DeepSpeed v0.19 steps whole sub-groups on the GPU: " +
-                      std::to_string(on_gpu) + " of " + std::to_string(n) + " here (docs/PLAN.md)");
-  }
+  for (const auto& n : cx.mem.notes)  // Twin-Flow: which sub-groups step on the GPU (fit's note, one text)
+    if (n.rfind("offload_optimizer.ratio", 0) == 0) p.notes.push_back(n);
 
   Emitter e(p);
   StepState st;

@@ -110,7 +110,6 @@ struct StepState {
   std::vector<int64_t> group_adam;          // per group: the Adam op (dpu: emitted before the micro-steps)
   std::vector<int64_t> group_done;          // per group: last op of its update (copy-back, swap-out)
   std::vector<char> group_emitted;          // overlap: group already stepped
-  std::vector<int64_t> fetch_ops;           // stage 3: allgather ops in order (≤ 2 in flight)
   // Optimizer swap chain across groups (NVMe swapper pipelining; carried from the dpu prologue).
   std::vector<uint32_t> prev_reads, prev_writes, prev2_writes;  // of groups g-1 (and g-2)
   int64_t prev_adam_cpu = -1;

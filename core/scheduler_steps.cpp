@@ -1,8 +1,8 @@
 // One GA micro-step (declared in scheduler.h): the module trace in order — ZeRO-3 fetches from the
-// coordinator replay (H2D / NVMe reads of offloaded partitions, all-gathers, ≤ 2 in flight, releases) —, the
-// compute ops with their activation and gradient memory, and the gradient reduction: IPG buckets during
-// backward (stages 2, 3), after backward at the GA boundary (stages 0, 1), then the move of each gradient
-// partition to where its optimizer reads it.
+// coordinator replay (NVMe swap-ins, H2D of offloaded partitions, all-gathers, releases), issued by the host
+// from each module's pre-hook —, the compute ops with their activation and gradient memory, and the gradient
+// reduction: IPG buckets during backward (stages 2, 3), after backward at the GA boundary (stages 0, 1), then
+// the move of each gradient partition to where its optimizer reads it.
 #include <algorithm>
 
 #include "core/scheduler.h"
@@ -17,12 +17,14 @@ class MicroStep {
  public:
   MicroStep(const Context& cx, Emitter& e, StepState& st) : cx_(cx), e_(e), st_(st) {
     nvme_read_op_.assign(cx.np(), -1);
+    prev_compute_ = st.last_compute;
   }
 
   void run() {
     for (size_t s = 0; s < cx_.trace.size(); ++s) {
       if (cx_.stage == 3) gather(s);
       const uint32_t c = compute(s);
+      prev_compute_ = c;
       if (cx_.stage == 3) release(s, c);
       if (cx_.stage >= 2) grads_ready(s, c);
     }
@@ -37,8 +39,15 @@ class MicroStep {
   StepState& st_;
   std::vector<size_t> bucket_;
   int64_t bucket_elems_ = 0;
-  std::vector<int64_t> nvme_read_op_;  // stage 3 offload_param nvme: a read issued for the next fetch
-  int64_t nvme_held_ = 0;              // param swap buffers in use (read issued, not yet released)
+  // ZeRO-3 host state. The host issues step s's fetch from module s's pre-hook, after it launched module s − 1
+  // (modelled as its completion, docs/PLAN.md), and blocks on fetch events and NVMe reads: what it waited for
+  // gates everything it issues later.
+  int64_t prev_compute_ = -1;          // compute op of the previous trace step
+  int64_t host_sync_gather_ = -1;      // latest all-gather the host synchronised on (fetch-event throttle)
+  int64_t host_sync_read_ = -1;        // latest param NVMe read the host waited for (swap_in, synchronize_reads)
+  int64_t last_read_ = -1;             // latest param NVMe read issued
+  std::vector<int64_t> events_;        // all-gather op of each fetch event, in the order the host waited on them
+  std::vector<int64_t> nvme_read_op_;  // per param: the read that put its partition in a swap buffer (-1: none)
 
   Phase phase_of(Pass p) const { return p == Pass::forward ? Phase::forward : Phase::backward; }
   int64_t lp_part_bytes(size_t p) const { return cx_.lp * cx_.params[p].part; }
@@ -77,76 +86,77 @@ class MicroStep {
     return out;
   }
 
-  // The host issues a fetch only after the fetch two back completed (__max_ongoing_fetch_events = 2): every
-  // op of a fetch waits for it, which bounds how far transfers run ahead of compute.
-  std::vector<uint32_t> throttle() const {
-    if (st_.fetch_ops.size() < 2) return {};
-    return {static_cast<uint32_t>(st_.fetch_ops[st_.fetch_ops.size() - 2])};
+  // What every op the host issues now waits for.
+  std::vector<uint32_t> host_deps() const {
+    std::vector<uint32_t> d;
+    for (int64_t x : {prev_compute_, host_sync_gather_, host_sync_read_})
+      if (x >= 0) d.push_back(static_cast<uint32_t>(x));
+    return d;
   }
 
-  uint32_t nvme_read(const std::vector<size_t>& ps, Phase ph, int32_t layer) {
-    Op r = make_op(OpKind::nvme_read, Stream::nvme_read, ph, st_.micro, layer);
-    r.deps = throttle();
+  // swap_in: one read of the group's partitions into pinned swap buffers.
+  uint32_t nvme_read(const std::vector<size_t>& ps, Phase ph) {
+    Op r = make_op(OpKind::nvme_read, Stream::nvme_read, ph, st_.micro, layer_of(ps));
+    r.deps = host_deps();
     for (size_t p : ps) r.bytes += nvme_part_bytes(p);
     set_range(r, TensorKind::lp_param, ps);
     const uint32_t id = e_.emit(std::move(r));
     for (size_t p : ps) nvme_read_op_[p] = id;
-    nvme_held_ += static_cast<int64_t>(ps.size());
+    last_read_ = id;
     return id;
   }
 
-  // ZeRO-3 fetch (fetch_sub_module): the running module's params that are not available, then the trace-based
-  // prefetch — exactly the coordinator replay's `gathered` set. Offloaded partitions are copied H2D first (NVMe
-  // partitions read into a pinned swap buffer before that); one coalesced all-gather per module.
+  // all_gather_coalesced of one module's params: offloaded partitions are copied H2D first; a partition whose
+  // async read the host has not waited for yet makes it wait for every read issued so far (synchronize_reads).
+  void fetch(const std::vector<size_t>& grp, Phase ph) {
+    const int32_t layer = cx_.params[grp.front()].layer;
+    std::vector<size_t> off;
+    std::vector<uint32_t> reads;
+    for (size_t p : grp) {
+      if (cx_.params[p].lp_home == Tier::gpu) continue;
+      off.push_back(p);
+      if (nvme_read_op_[p] < 0) continue;
+      reads.push_back(static_cast<uint32_t>(nvme_read_op_[p]));
+      // Still in flight (INFLIGHT): synchronize_reads waits for every read issued so far.
+      if (nvme_read_op_[p] > host_sync_read_) host_sync_read_ = last_read_;
+    }
+    int64_t h2d = -1;
+    if (!off.empty()) {
+      Op c = make_op(OpKind::h2d, Stream::h2d, ph, st_.micro, layer);
+      for (size_t p : off) c.bytes += lp_part_bytes(p);
+      set_range(c, TensorKind::lp_param, off);
+      c.deps = host_deps();
+      c.deps.insert(c.deps.end(), reads.begin(), reads.end());
+      h2d = e_.emit(std::move(c));
+    }
+    Op ag = make_op(OpKind::allgather, Stream::comm, ph, st_.micro, layer);
+    int64_t full = 0;
+    for (size_t p : grp) full += cx_.params[p].numel;
+    ag.bytes = cx_.lp * full;
+    ag.group_ranks = static_cast<int32_t>(cx_.world);
+    ag.mem_delta[0] = cx_.lp * full;
+    set_range(ag, TensorKind::lp_param, grp);
+    ag.deps = host_deps();
+    if (h2d >= 0) ag.deps.push_back(static_cast<uint32_t>(h2d));
+    const uint32_t id = e_.emit(std::move(ag));
+    for (size_t p : grp) st_.gather_op[p] = id;
+  }
+
+  // ZeRO-3 fetch_sub_module, as the coordinator replay decided it: (1) the running module's missing params —
+  // NVMe partitions no prefetch read are swapped in synchronously —, (2) the wait on its in-flight params, one
+  // fetch event each: waiting on event e synchronises event e − 3 (__max_ongoing_fetch_events = 2),
+  // (3) the trace-based prefetch, (4) async NVMe swap-ins of upcoming partitions (__prefetch_nvme_param_partitions).
   void gather(size_t s) {
-    const TraceStep& ts = cx_.trace[s];
-    const Phase ph = phase_of(ts.pass);
-    for (const auto& grp : by_module(cx_.rep.steps[s].gathered)) {
-      const int32_t layer = cx_.params[grp.front()].layer;
-      std::vector<uint32_t> pre;
-      std::vector<size_t> off, sync_nvme;
-      for (size_t p : grp) {
-        if (cx_.params[p].lp_home == Tier::gpu) continue;
-        off.push_back(p);
-        if (cx_.params[p].lp_home == Tier::nvme) {
-          if (nvme_read_op_[p] >= 0)
-            pre.push_back(static_cast<uint32_t>(nvme_read_op_[p]));
-          else
-            sync_nvme.push_back(p);
-        }
-      }
-      if (!sync_nvme.empty()) pre.push_back(nvme_read(sync_nvme, ph, layer));
-      int64_t h2d = -1;
-      if (!off.empty()) {
-        Op c = make_op(OpKind::h2d, Stream::h2d, ph, st_.micro, layer);
-        for (size_t p : off) c.bytes += lp_part_bytes(p);
-        set_range(c, TensorKind::lp_param, off);
-        c.deps = pre;
-        for (uint32_t t : throttle()) c.deps.push_back(t);
-        h2d = e_.emit(std::move(c));
-      }
-      Op ag = make_op(OpKind::allgather, Stream::comm, ph, st_.micro, layer);
-      int64_t full = 0;
-      for (size_t p : grp) full += cx_.params[p].numel;
-      ag.bytes = cx_.lp * full;
-      ag.group_ranks = static_cast<int32_t>(cx_.world);
-      ag.mem_delta[0] = cx_.lp * full;
-      set_range(ag, TensorKind::lp_param, grp);
-      if (h2d >= 0) ag.deps.push_back(static_cast<uint32_t>(h2d));
-      for (uint32_t t : throttle()) ag.deps.push_back(t);  // at most 2 fetches in flight
-      const uint32_t id = e_.emit(std::move(ag));
-      st_.fetch_ops.push_back(id);
-      for (size_t p : grp) st_.gather_op[p] = id;
-    }
-    // NVMe prefetch of the next step's partitions (__prefetch_nvme_param_partitions), while swap buffers last.
-    if (cx_.par_dev == OffloadDevice::nvme && s + 1 < cx_.trace.size()) {
-      std::vector<size_t> ahead;
-      for (size_t p : cx_.rep.steps[s + 1].gathered)
-        if (cx_.params[p].lp_home == Tier::nvme && nvme_read_op_[p] < 0 &&
-            nvme_held_ + static_cast<int64_t>(ahead.size()) < cx_.s.zero.offload_param.buffer_count)
-          ahead.push_back(p);
-      for (const auto& grp : by_module(ahead)) nvme_read(grp, ph, cx_.params[grp.front()].layer);
-    }
+    const CoordinatorStep& cs = cx_.rep.steps[s];
+    const Phase ph = phase_of(cx_.trace[s].pass);
+    if (!cs.nvme_sync.empty()) host_sync_read_ = nvme_read(cs.nvme_sync, ph);
+    const std::vector<size_t> own(cs.gathered.begin(), cs.gathered.begin() + static_cast<long>(cs.fetched));
+    for (const auto& grp : by_module(own)) fetch(grp, ph);
+    for (size_t p : cs.waited) events_.push_back(st_.gather_op[p]);
+    if (events_.size() > 3) host_sync_gather_ = std::max(host_sync_gather_, events_[events_.size() - 4]);
+    const std::vector<size_t> ahead(cs.gathered.begin() + static_cast<long>(cs.fetched), cs.gathered.end());
+    for (const auto& grp : by_module(ahead)) fetch(grp, ph);
+    for (const auto& grp : by_module(cs.nvme_prefetch)) nvme_read(grp, ph);
   }
 
   // Activation memory of one trace step: a block's saved tensors appear when its forward ends and go when its
@@ -257,10 +267,7 @@ class MicroStep {
     for (size_t p : grp) {
       r.mem_delta[0] -= cx_.lp * cx_.params[p].numel;
       st_.gather_op[p] = -1;
-      if (cx_.params[p].lp_home == Tier::nvme && nvme_read_op_[p] >= 0) {
-        nvme_read_op_[p] = -1;
-        --nvme_held_;
-      }
+      nvme_read_op_[p] = -1;  // the swap buffer is released with the parameter
     }
     set_range(r, TensorKind::lp_param, grp);
     r.deps.push_back(dep);
@@ -271,9 +278,6 @@ class MicroStep {
     for (size_t p = 0; p < cx_.np(); ++p)
       if (st_.gather_op[p] >= 0) left.push_back(p);
     for (const auto& grp : by_module(left)) release_group(grp, Phase::backward, static_cast<uint32_t>(st_.last_compute));
-    // Reads prefetched for a step that never came (none with a complete trace) would hold buffers: drop them.
-    std::fill(nvme_read_op_.begin(), nvme_read_op_.end(), -1);
-    nvme_held_ = 0;
   }
 
   // Gradient hooks (stages 2, 3): each completed gradient is copied into the IPG bucket, reducing the bucket

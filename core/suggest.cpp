@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/memory.h"
+#include "core/param_coordinator.h"
 
 namespace zs::core {
 namespace {
@@ -67,6 +68,18 @@ std::vector<Candidate> candidates(const ModelSpec& m, const Hardware& hw, const 
                  }});
   if (z.stage == 3 && z.offload_param.device == OffloadDevice::nvme) {
     PartitionSizes ps = partition_sizes(m, base);
+    // Parameters kept gathered hold their swap buffers: enough buffers for the most the replay had in use.
+    const CoordinatorReplay rep = replay_coordinator(m, module_trace(m, base.activation_checkpointing.enabled), z,
+                                                     param_swap(m, base));
+    if (rep.swap_buffer_shortfall > 0) {
+      const int64_t need = rep.peak_swap_buffers;
+      c.push_back({"offload_param.buffer_count " + std::to_string(z.offload_param.buffer_count) + " → " +
+                       std::to_string(need),
+                   0, [need](Strategy& s) {
+                     s.zero.offload_param.buffer_count = need;
+                     return true;
+                   }});
+    }
     if (ps.largest_nvme_param_partition > z.offload_param.buffer_size) {
       int64_t need = ps.largest_nvme_param_partition;
       c.push_back({"offload_param.buffer_size " + sci(z.offload_param.buffer_size) + " → " + std::to_string(need), 0,

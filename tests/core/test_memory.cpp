@@ -151,12 +151,48 @@ TEST_CASE("ZeRO-2/3 model states match DeepSpeed's allocation table", "[memory]"
       "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}})", m, 8));
     CHECK(r.tier(Tier::cpu).item("adam_m_v") == 8 * 4 * p);
   }
-  SECTION("Twin-Flow ratio keeps part of the optimizer on the GPU") {
+  SECTION("Twin-Flow ratio keeps the first int((1 - ratio) x n) sub-groups on the GPU") {
+    // DeepSpeed v0.19 (stage3.py subgroup_to_device) assigns whole sub-groups. With sub_group_size 2e7 the
+    // ~195M-element partition makes several sub-groups; built here the way _create_fp16_sub_groups does.
+    std::vector<int64_t> groups;
+    int64_t acc = 0;
+    for (const auto& t : tensor_table(m)) {
+      if (t.tied) continue;
+      acc += (t.numel + 7) / 8;
+      if (acc >= 20000000) {
+        groups.push_back(acc);
+        acc = 0;
+      }
+    }
+    if (acc > 0) groups.push_back(acc);
+    REQUIRE(groups.size() >= 8);
+    const auto k = static_cast<size_t>(0.25 * static_cast<double>(groups.size()));
+    REQUIRE(k >= 2);
+    int64_t on_gpu = 0;
+    for (size_t g = 0; g < k; ++g) on_gpu += groups[g];
+    auto r = memory_model(m, h, strategy(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+      "zero_optimization": {"stage": 3, "sub_group_size": 2e7,
+        "offload_optimizer": {"device": "cpu", "ratio": 0.75}}})", m, 8));
+    CHECK(r.tier(Tier::gpu).item("adam_m_v") == 8 * on_gpu);
+    CHECK(r.tier(Tier::gpu).item("fp32_master") == 4 * on_gpu);
+    CHECK(r.tier(Tier::cpu).item("adam_m_v") == 8 * 8 * (p - on_gpu));  // 8 local ranks
+    bool noted = false;
+    for (const auto& n : r.notes)
+      noted |= n.find("offload_optimizer.ratio 0.75: the first " + std::to_string(k) + " of " +
+                      std::to_string(groups.size()) + " sub-groups") == 0;
+    CHECK(noted);
+  }
+  SECTION("Twin-Flow ratio with one sub-group does nothing, and says so") {
+    // The default sub_group_size (1e9) exceeds the partition: one sub-group, int(0.25 x 1) = 0 on the GPU.
     auto r = memory_model(m, h, strategy(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
       "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.75}}})", m, 8));
-    const int64_t on_cpu = static_cast<int64_t>(std::llround(0.75 * p));
-    CHECK(r.tier(Tier::cpu).item("adam_m_v") == 8 * 8 * on_cpu);
-    CHECK(r.tier(Tier::gpu).item("adam_m_v") == 8 * (p - on_cpu));
+    CHECK(r.tier(Tier::gpu).item("adam_m_v") == 0);
+    CHECK(r.tier(Tier::cpu).item("adam_m_v") == 8 * 8 * p);
+    bool noted = false;
+    for (const auto& n : r.notes)
+      noted |= n.find("offload_optimizer.ratio 0.75 with 1 sub-group: DeepSpeed keeps all sub-groups on CPU") == 0 &&
+               n.find("lower sub_group_size") != std::string::npos;
+    CHECK(noted);
   }
 }
 
@@ -194,6 +230,30 @@ TEST_CASE("offload_param nvme: buffer_size smaller than a partition is DeepSpeed
   REQUIRE_FALSE(fixes.empty());
   CHECK(fixes.front().fits);
   CHECK_THAT(fixes.front().text, Catch::Contains("offload_param.buffer_size"));
+}
+
+TEST_CASE("offload_param nvme: parameters kept gathered hold every swap buffer is DeepSpeed's assert", "[memory]") {
+  // GPT-2 1.5B on one GPU: 73 partitions beyond max_in_cpu live on NVMe, and the default reuse distance (1e9
+  // elements, more than the model) keeps each gathered — with its swap buffer — until backward reuses it.
+  ModelSpec m = model("gpt2-1.5b");
+  Hardware h = hardware("v100-32gb-workstation");
+  const Strategy s = shipped("zero3-offload-nvme", m, 1);
+  auto r = memory_model(m, h, s);
+  REQUIRE_FALSE(r.problems.empty());
+  CHECK_THAT(r.problems.front(), Catch::Contains("offload_param.buffer_count 5 is too few") &&
+                                     Catch::Contains("Not enough swap in buffers"));
+  CHECK_FALSE(r.fits);
+  auto fixes = suggest_fixes(m, h, s);
+  REQUIRE_FALSE(fixes.empty());
+  CHECK(fixes.front().fits);
+  bool buffers = false;
+  for (const auto& f : fixes)
+    if (f.text.find("offload_param.buffer_count 5 → ") == 0) {
+      buffers = true;
+      CHECK(f.fits);
+      CHECK(memory_model(m, h, f.strategy).fits);
+    }
+  CHECK(buffers);
 }
 
 TEST_CASE("fixes are ranked: cheapest change that fits comes first, with its effect", "[memory]") {
