@@ -45,28 +45,6 @@ struct Opts {
 ordered_json tiers_json(const std::array<int64_t, 3>& b) { return {{"gpu", b[0]}, {"cpu", b[1]}, {"nvme", b[2]}}; }
 
 // FNV-1a 64 of a file, for provenance ("" when unreadable).
-std::string file_hash(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "";
-  uint64_t h = 1469598103934665603ull;
-  char buf[1 << 14];
-  while (f.read(buf, sizeof buf) || f.gcount() > 0) {
-    for (std::streamsize i = 0; i < f.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
-  }
-  char out[32];
-  std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return out;
-}
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return b;
-}
-
 // The command line as it would be typed again (every input resolved to its file).
 std::string command_line(const Opts& o, const Inputs& in) {
   std::string c = "zerosim simulate --model " + in.model.source + " --hardware " + in.hardware.file + " --ds-config " +
@@ -251,12 +229,7 @@ void run_simulate(const Opts& o, int& exit_code) {
     s.required = std::move(*req);
   }
 
-  core::Provenance& pv = r->trace.provenance;
-  pv.command_line = command_line(o, *in);
-  pv.created_utc = utc_now();
-  for (const std::string& f : {in->model.source, in->hardware.file, in->strategy.source})
-    if (!f.empty()) pv.input_hashes.push_back({f, file_hash(f)});
-  pv.versions.push_back({"zerosim", "0.1.0"});
+  r->trace.provenance = provenance_for(*in, command_line(o, *in));
   for (const auto& [path, text] :
        {std::pair{o.trace, &core::trace_to_chrome_json}, std::pair{o.raw_trace, &core::trace_to_json}}) {
     if (path.empty()) continue;

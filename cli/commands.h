@@ -15,5 +15,7 @@ void add_plan(CLI::App& app, int& exit_code);
 void add_probe(CLI::App& app, int& exit_code);    // exec/ probe (issue 5)
 void add_report(CLI::App& app, int& exit_code);   // exec/ build+machine report (issue 5)
 void add_simulate(CLI::App& app, int& exit_code);
+void add_train(CLI::App&, int&);
+void add_compare(CLI::App&, int&);
 
 }  // namespace zs::cli

@@ -1,6 +1,10 @@
 #include "cli/inputs.h"
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
 
 namespace zs::cli {
 
@@ -49,6 +53,45 @@ core::Result<Inputs> load_inputs(const InputFlags& f) {
   if (!s) return s.error();
   in.strategy = std::move(*s);
   return in;
+}
+
+namespace {
+
+std::string file_hash(const std::string& path) {  // FNV-1a 64 of the file's bytes
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "";
+  uint64_t h = 1469598103934665603ull;
+  char buf[1 << 14];
+  while (f.read(buf, sizeof buf) || f.gcount() > 0)
+    for (std::streamsize i = 0; i < f.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ull;
+  char out[32];
+  std::snprintf(out, sizeof out, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+}  // namespace
+
+core::Provenance provenance_for(const Inputs& in, const std::string& command_line) {
+  core::Provenance pv;
+  pv.command_line = command_line;
+  pv.created_utc = utc_now();
+  pv.git_commit = ZEROSIM_GIT_COMMIT;
+  for (const std::string& f : {in.model.source, in.hardware.file, in.strategy.source})
+    if (!f.empty()) pv.input_hashes.push_back({f, file_hash(f)});
+  pv.versions.push_back({"zerosim", ZEROSIM_VERSION});
+#ifdef ZEROSIM_SIMGRID_VERSION
+  pv.versions.push_back({"simgrid", ZEROSIM_SIMGRID_VERSION});
+#endif
+  return pv;
 }
 
 int exit_code_for(const core::Error& e) { return e.kind == core::ErrorKind::bad_input ? 2 : 3; }

@@ -9,6 +9,7 @@
 #include "core/model.h"
 #include "core/status.h"
 #include "core/strategy.h"
+#include "core/trace.h"
 
 namespace CLI {
 class App;
@@ -38,6 +39,10 @@ struct Inputs {
 // --grad-accum, --checkpoint-activations on a subcommand.
 void add_input_flags(CLI::App& sub, InputFlags& f, bool model_required = true);
 core::Result<Inputs> load_inputs(const InputFlags& f);
+
+// A trace's provenance: the command line as typed again, the time (UTC), a hash of each input file, the git
+// commit this binary was built from, and library versions.
+core::Provenance provenance_for(const Inputs& in, const std::string& command_line);
 
 // Exit code for a failed Result: 2 for bad input, 3 for I/O or internal faults.
 int exit_code_for(const core::Error& e);

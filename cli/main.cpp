@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   zs::cli::add_probe(app, exit_code);
   zs::cli::add_report(app, exit_code);
   zs::cli::add_simulate(app, exit_code);
+  zs::cli::add_train(app, exit_code);
+  zs::cli::add_compare(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

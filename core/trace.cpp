@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/json_reader.h"
@@ -233,6 +234,59 @@ std::string trace_to_chrome_json(const Trace& t) {
   for (const auto& [k, v] : t.provenance.versions) other[k] = v;
   j["otherData"] = std::move(other);
   return j.dump() + "\n";
+}
+
+// docs/SIM.md's rule. Attributes every instant of [0, step) to a phase: the phase of the most recently started op still running on
+// rank 0, or, in a gap, of the next op to start. The three phases then sum to the step time.
+std::array<double, 3> phase_split(const std::vector<const TraceEvent*>& ev, double step) {
+  std::array<double, 3> out{};
+  if (ev.empty() || step <= 0) return out;
+  std::vector<const TraceEvent*> by_start(ev.begin(), ev.end());
+  std::stable_sort(by_start.begin(), by_start.end(), [](auto* a, auto* b) { return a->start_s < b->start_s; });
+  std::vector<double> cuts = {0.0, step};
+  for (auto* e : ev) {
+    cuts.push_back(e->start_s);
+    cuts.push_back(e->end_s);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::multimap<double, size_t> active_by_start;  // start → index in by_start
+  std::multimap<double, std::multimap<double, size_t>::iterator> ends;
+  size_t next = 0;
+  for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+    const double a = cuts[c], b = cuts[c + 1];
+    while (next < by_start.size() && by_start[next]->start_s <= a) {
+      if (by_start[next]->end_s > a) {
+        auto it = active_by_start.emplace(by_start[next]->start_s, next);
+        ends.emplace(by_start[next]->end_s, it);
+      }
+      ++next;
+    }
+    while (!ends.empty() && ends.begin()->first <= a) {
+      active_by_start.erase(ends.begin()->second);
+      ends.erase(ends.begin());
+    }
+    Phase ph;
+    if (!active_by_start.empty())
+      ph = by_start[std::prev(active_by_start.end())->second]->phase;
+    else if (next < by_start.size())
+      ph = by_start[next]->phase;
+    else
+      ph = by_start.back()->phase;
+    out[static_cast<size_t>(ph)] += b - a;
+  }
+  return out;
+}
+
+std::array<double, 3> phase_split(const Trace& t, int32_t rank) {
+  std::vector<const TraceEvent*> ev;
+  double step = 0;
+  for (const auto& e : t.events)
+    if (e.rank == rank) {
+      ev.push_back(&e);
+      step = std::max(step, e.end_s);
+    }
+  return phase_split(ev, step);
 }
 
 }  // namespace zs::core

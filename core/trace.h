@@ -54,4 +54,11 @@ std::string trace_to_json(const Trace& t);
 Result<Trace> trace_from_json_file(const std::string& path);
 std::string trace_to_chrome_json(const Trace& t);
 
+// Forward, backward and optimizer seconds of a step (docs/SIM.md's rule): every instant of [0, step_s) belongs to
+// the phase of the most recently started op still running, or, in a gap, of the next op to start; the three sum
+// to step_s. The simulator, the engine and `compare` all use this one rule.
+std::array<double, 3> phase_split(const std::vector<const TraceEvent*>& events, double step_s);
+// The same over one rank's events of a trace, the step ending at that rank's last op.
+std::array<double, 3> phase_split(const Trace& t, int32_t rank = 0);
+
 }  // namespace zs::core

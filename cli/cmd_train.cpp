@@ -1,0 +1,319 @@
+// `zerosim train`: train a GPT by executing the Plan (exec/engine.h) on a device — a progress line per step (loss,
+// step time, tokens/s, peak per tier), --json per-step losses and a summary, --trace the median step in the same
+// trace schema `simulate --raw-trace` writes, --checkpoint/--resume. Refuses a plan that does not fit with fit's
+// report before allocating anything (exit 1).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "core/json_reader.h"
+#include "core/memory.h"
+#include "core/plan.h"
+#include "core/trace.h"
+#include "exec/checkpoint.h"
+#include "exec/data.h"
+#include "exec/engine.h"
+#include "exec/host_device.h"
+#include "exec/host_probe.h"
+
+namespace zs::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+struct Opts {
+  InputFlags in;
+  std::string device = "host";
+  std::string schedule = "deepspeed";
+  int64_t steps = 30;
+  std::string data;
+  int64_t data_bytes = 4 << 20;
+  uint64_t seed = 1;
+  std::string trace, chrome_trace;
+  std::string checkpoint;
+  int64_t checkpoint_every = 0;
+  bool resume = false;
+  bool json = false;
+  int cpu_adam_threads = 0;
+  int64_t swap_chunk = 0;
+  std::string device_profile;
+};
+
+ordered_json tiers_json(const std::array<int64_t, 3>& b) { return {{"gpu", b[0]}, {"cpu", b[1]}, {"nvme", b[2]}}; }
+
+std::string command_line(const Opts& o, const Inputs& in) {
+  std::string c = "zerosim train --model " + in.model.source + " --hardware " + in.hardware.file + " --ds-config " +
+                  in.strategy.source + " --device " + o.device + " --schedule " + o.schedule + " --seq-len " +
+                  std::to_string(in.strategy.run.seq_len) + " --steps " + std::to_string(o.steps) + " --seed " +
+                  std::to_string(o.seed);
+  if (!o.data.empty()) c += " --data " + o.data;
+  if (in.strategy.run.checkpoint_activations) c += " --checkpoint-activations";
+  return c;
+}
+
+// fit's verdict for a plan that does not fit (the engine refuses it before allocating).
+int report_not_fitting(const Opts& o, const Inputs& in, const core::Plan& plan) {
+  const auto mo = exec::engine_memory_options();
+  const core::MemoryReport r = core::memory_model(in.model, in.hardware, in.strategy, mo);
+  const auto sug = core::suggest_fixes(in.model, in.hardware, in.strategy, mo);
+  if (o.json) {
+    ordered_json j;
+    j["fits"] = false;
+    j["reason"] = plan.infeasible_reason;
+    ordered_json tiers = ordered_json::object();
+    for (core::Tier t : core::kTiers) {
+      const auto& tr = r.tier(t);
+      tiers[core::to_string(t)] = {{"required_bytes", tr.required_bytes}, {"capacity_bytes", tr.capacity_bytes}};
+    }
+    j["tiers"] = tiers;
+    ordered_json s = ordered_json::array();
+    for (const auto& x : sug) s.push_back({{"text", x.text}, {"fits", x.fits}});
+    j["suggestions"] = s;
+    std::cout << j.dump(2) << "\n";
+    return 1;
+  }
+  std::printf("%s on %s with %s: DOES NOT FIT — nothing was allocated\n  %s\n", in.model.name.c_str(),
+              in.hardware.name.c_str(), in.strategy.source.c_str(), plan.infeasible_reason.c_str());
+  for (core::Tier t : core::kTiers) {
+    const auto& tr = r.tier(t);
+    if (tr.required_bytes == 0 && t == core::Tier::nvme) continue;
+    std::printf("  %-5s %12s needed, %12s available\n", core::to_string(t).c_str(),
+                core::format_bytes(tr.required_bytes).c_str(), core::format_bytes(tr.capacity_bytes).c_str());
+  }
+  for (size_t i = 0; i < sug.size() && i < 5; ++i)
+    std::printf("  %s %s\n", sug[i].fits ? "✓" : "-", sug[i].text.c_str());
+  return 1;
+}
+
+std::string bytes(int64_t b) { return b == 0 ? std::string("0") : core::format_bytes(b); }
+
+void run_train(const Opts& o, int& exit_code) {
+  auto fail = [&](const std::string& msg, int code) {
+    std::cerr << "zerosim train: " << msg << "\n";
+    exit_code = code;
+  };
+  auto in = load_inputs(o.in);
+  if (!in) return fail(in.error().message, exit_code_for(in.error()));
+  if (o.device != "host")
+    return fail("--device " + o.device + ": this build has the host device only (the CUDA device comes with issue 7)",
+                2);
+  if (o.steps < 0) return fail("--steps must be >= 0", 2);
+  if (o.resume && o.checkpoint.empty()) return fail("--resume needs --checkpoint DIR", 2);
+  if (in->model.vocab < 256)
+    return fail(in->model.source + ": vocab " + std::to_string(in->model.vocab) +
+                    " is below 256: byte-level tokens need a vocabulary of at least 256",
+                2);
+
+  core::PlanOptions po;
+  po.schedule = *core::parse_schedule(o.schedule);
+  po.memory = exec::engine_memory_options();
+  const core::Plan check = core::make_plan(in->model, in->hardware, in->strategy, po);
+  if (!check.feasible) {
+    exit_code = report_not_fitting(o, *in, check);
+    return;
+  }
+
+  exec::Corpus corpus;
+  const int64_t window = in->strategy.run.seq_len + 1;
+  if (!o.data.empty()) {
+    auto c = exec::load_corpus_file(o.data, window);
+    if (!c) return fail(c.error().message, exit_code_for(c.error()));
+    corpus = std::move(*c);
+  } else {
+    corpus = exec::synthetic_corpus(o.data_bytes, o.seed);
+  }
+
+  auto dev = exec::make_host_device({.memory_bytes = in->hardware.gpu.memory_bytes()});
+  if (!o.device_profile.empty()) {
+    auto hp = exec::probe_host_device(in->model, in->strategy, check);
+    if (!hp) return fail(hp.error().message, exit_code_for(hp.error()));
+    const core::Hardware prof = exec::apply_host_probe(in->hardware, *hp);
+    core::Status w = core::write_file_atomic(o.device_profile, core::hardware_to_json(prof));
+    if (!w.ok()) return fail(w.message(), 3);
+    if (!o.json) {
+      char mb[64] = "folded into the GEMM rate";
+      if (hp->mem_bound_Bps < 1e14) std::snprintf(mb, sizeof mb, "%.2f GB/s", hp->mem_bound_Bps / 1e9);
+      std::printf("host device: GEMM %.2f GFLOP/s, memory-bound work %s, copies %.2f GB/s (fit rms %.0f%%) -> %s\n",
+                  hp->gemm_flops_per_s / 1e9, mb, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel, o.device_profile.c_str());
+    }
+  }
+  auto comm = exec::make_single_rank_communicator();
+  exec::EngineOptions eo;
+  eo.schedule = po.schedule;
+  eo.seed = o.seed;
+  eo.cpu_adam_threads = o.cpu_adam_threads;
+  eo.swap_chunk_bytes = o.swap_chunk;
+  auto engine = exec::Engine::create(in->model, in->hardware, in->strategy, *dev, *comm, eo);
+  if (!engine) return fail(engine.error().message, exit_code_for(engine.error()));
+  exec::Engine& e = **engine;
+  exec::DataLoader data(corpus, in->strategy.micro_batch_per_gpu, in->strategy.run.seq_len, o.seed);
+  if (o.resume) {
+    core::Status s = e.load_checkpoint(o.checkpoint, data);
+    if (!s.ok()) return fail(s.message(), exit_code_for(s.error()));
+    if (!o.json)
+      std::printf("resumed from %s at step %lld\n", o.checkpoint.c_str(), static_cast<long long>(e.steps_done()));
+  }
+
+  const auto& st = in->strategy;
+  if (!o.json) {
+    std::printf("%s on %s (%s device), %s, ZeRO-%d, optimizer %s, params %s, %s, schedule %s\n", in->model.name.c_str(),
+                in->hardware.name.c_str(), o.device.c_str(), st.source.c_str(), st.zero.stage,
+                core::to_string(st.zero.offload_optimizer.device).c_str(),
+                core::to_string(st.zero.offload_param.device).c_str(), core::to_string(st.model_dtype()).c_str(),
+                o.schedule.c_str());
+    std::printf("data %s: %zu bytes, unigram entropy %.3f nats; micro batch %lld x seq %lld, GA %lld\n",
+                corpus.source.c_str(), corpus.bytes.size(), corpus.unigram_entropy_nats,
+                static_cast<long long>(st.micro_batch_per_gpu), static_cast<long long>(st.run.seq_len),
+                static_cast<long long>(st.gradient_accumulation_steps));
+  }
+  ordered_json steps = ordered_json::array();
+  double time_sum = 0, first_loss = 0, last_loss = 0;
+  int64_t tokens = 0, done = 0;
+  const int64_t start = e.steps_done();
+  // The trace written is the step of median duration (after the first, which warms caches and the allocator):
+  // one step is what `simulate` predicts, and the median resists a noisy neighbour on a shared machine.
+  std::vector<std::pair<double, core::Trace>> traces;
+  const bool want_trace = !o.trace.empty() || !o.chrome_trace.empty();
+  auto save = [&]() -> bool {
+    core::Status s = e.save_checkpoint(o.checkpoint, data);
+    if (!s.ok()) {
+      fail("checkpoint to " + o.checkpoint + " failed: " + s.message(), 3);
+      return false;
+    }
+    return true;
+  };
+  for (int64_t i = 0; i < o.steps; ++i) {
+    auto r = e.step(data);
+    if (!r) {
+      std::string where =
+          o.checkpoint.empty() ? std::string() : " (the last checkpoint in " + o.checkpoint + " is intact)";
+      return fail("step " + std::to_string(start + i) + " failed: " + r.error().message + where, 3);
+    }
+    ++done;
+    if (want_trace && (i > 0 || o.steps == 1)) traces.push_back({r->step_time_s, e.last_trace()});
+    time_sum += r->step_time_s;
+    tokens += r->tokens;
+    if (i == 0) first_loss = r->loss;
+    last_loss = r->loss;
+    const double tps = static_cast<double>(r->tokens) / r->step_time_s;
+    if (o.json) {
+      steps.push_back(
+          {{"step", r->step},
+           {"loss", r->loss},
+           {"grad_norm", r->grad_norm},
+           {"loss_scale", r->loss_scale},
+           {"skipped", r->skipped},
+           {"step_time_s", r->step_time_s},
+           {"tokens_per_s", tps},
+           {"phases", {{"forward_s", r->phase_s[0]}, {"backward_s", r->phase_s[1]}, {"optimizer_s", r->phase_s[2]}}},
+           {"peak_bytes", tiers_json(r->peak_bytes)}});
+    } else {
+      std::printf("step %4lld  loss %.4f  %8.1f ms  %9.0f tokens/s  peak gpu %s  cpu %s  nvme %s%s\n",
+                  static_cast<long long>(r->step), r->loss, 1e3 * r->step_time_s, tps, bytes(r->peak_bytes[0]).c_str(),
+                  bytes(r->peak_bytes[1]).c_str(), bytes(r->peak_bytes[2]).c_str(),
+                  r->skipped ? "  (skipped: overflow)" : "");
+      std::fflush(stdout);
+    }
+    if (!o.checkpoint.empty() && o.checkpoint_every > 0 && (i + 1) % o.checkpoint_every == 0 && !save()) return;
+  }
+  if (!o.checkpoint.empty() && !save()) return;
+
+  if (want_trace && !traces.empty()) {
+    std::sort(traces.begin(), traces.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    core::Trace t = std::move(traces[traces.size() / 2].second);
+    t.provenance = provenance_for(*in, command_line(o, *in));
+    for (const auto& [path, text] :
+         {std::pair{o.trace, &core::trace_to_json}, std::pair{o.chrome_trace, &core::trace_to_chrome_json}}) {
+      if (path.empty()) continue;
+      core::Status w = core::write_file_atomic(path, text(t));
+      if (!w.ok()) return fail(w.message(), 3);
+    }
+  }
+  const exec::MeasuredMemory mm = e.memory();
+  const core::Plan& plan = e.plan();
+  if (o.json) {
+    ordered_json j;
+    j["model"] = in->model.name;
+    j["hardware"] = in->hardware.name;
+    j["ds_config"] = st.source;
+    j["device"] = o.device;
+    j["schedule"] = o.schedule;
+    j["data"] = {{"source", corpus.source},
+                 {"bytes", corpus.bytes.size()},
+                 {"unigram_entropy_nats", corpus.unigram_entropy_nats}};
+    j["steps"] = steps;
+    ordered_json ex = ordered_json::object();
+    for (const auto& [k, v] : mm.extras) ex[k] = v;
+    j["summary"] = {{"steps", done},
+                    {"first_loss", first_loss},
+                    {"last_loss", last_loss},
+                    {"mean_step_time_s", done ? time_sum / static_cast<double>(done) : 0.0},
+                    {"tokens_per_s", time_sum > 0 ? static_cast<double>(tokens) / time_sum : 0.0},
+                    {"peak_bytes", tiers_json(mm.peak_bytes)},
+                    {"plan_peak_bytes", tiers_json(plan.peak_bytes)},
+                    {"static_bytes", tiers_json(mm.static_bytes)},
+                    {"plan_static_bytes", tiers_json(plan.static_bytes)},
+                    {"engine_extras_bytes", ex}};
+    j["notes"] = e.notes();
+    j["warnings"] = dev->warnings();
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::printf("%lld steps: loss %.4f -> %.4f (unigram entropy of the data %.3f nats); %.1f ms/step, %.0f tokens/s\n",
+                static_cast<long long>(done), first_loss, last_loss, corpus.unigram_entropy_nats,
+                done ? 1e3 * time_sum / static_cast<double>(done) : 0.0,
+                time_sum > 0 ? static_cast<double>(tokens) / time_sum : 0.0);
+    std::printf("peak memory      gpu %s (plan %s)  cpu %s (plan %s)  nvme %s (plan %s)\n",
+                bytes(mm.peak_bytes[0]).c_str(), bytes(plan.peak_bytes[0]).c_str(), bytes(mm.peak_bytes[1]).c_str(),
+                bytes(plan.peak_bytes[1]).c_str(), bytes(mm.peak_bytes[2]).c_str(), bytes(plan.peak_bytes[2]).c_str());
+    for (const auto& [k, v] : mm.extras) std::printf("engine buffer    %s: %s\n", k.c_str(), bytes(v).c_str());
+    for (const auto& n : e.notes()) std::printf("note: %s\n", n.c_str());
+    for (const auto& w : dev->warnings()) std::printf("warning: %s\n", w.c_str());
+    if (!o.checkpoint.empty())
+      std::printf("checkpoint: %s (step %lld)\n", o.checkpoint.c_str(), static_cast<long long>(e.steps_done()));
+  }
+  exit_code = 0;
+}
+
+}  // namespace
+
+void add_train(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand("train", "train a GPT by executing the Plan (ZeRO-Offload/Infinity on this machine)");
+  add_input_flags(*sub, o->in);
+  sub->add_option("--device", o->device, "where the GPU work runs: host (a CPU stand-in with the profile's GPU memory)")
+      ->capture_default_str();
+  sub->add_option("--schedule", o->schedule, "op schedule: deepspeed (default), dpu (delayed update), overlap")
+      ->check(CLI::IsMember({"deepspeed", "dpu", "overlap"}));
+  sub->add_option("--steps", o->steps, "optimizer steps to run")->capture_default_str();
+  sub->add_option("--data", o->data, "train on this file's bytes (vocab 256); default: a built-in synthetic corpus");
+  sub->add_option("--data-bytes", o->data_bytes, "size of the synthetic corpus")->capture_default_str();
+  sub->add_option("--seed", o->seed, "parameter initialisation, data order and synthetic corpus")
+      ->capture_default_str();
+  sub->add_option("--trace", o->trace,
+                  "write the trace (zerosim schema, as simulate --raw-trace) of the median-duration step to FILE.json");
+  sub->add_option("--chrome-trace", o->chrome_trace, "the same step as Chrome/Perfetto trace events, to FILE.json");
+  sub->add_option("--checkpoint", o->checkpoint,
+                  "checkpoint folder: written after the last step (and every --checkpoint-every)");
+  sub->add_option("--checkpoint-every", o->checkpoint_every, "also checkpoint every K steps");
+  sub->add_flag("--resume", o->resume, "continue from the checkpoint in --checkpoint DIR (bit-identical)");
+  sub->add_flag("--json", o->json, "print per-step losses and a summary as JSON");
+  sub->add_option("--cpu-adam-threads", o->cpu_adam_threads, "CPU Adam threads (default: every CPU)");
+  sub->add_option(
+      "--swap-chunk-bytes", o->swap_chunk,
+      "NVMe I/O chunk (default: the ds_config's aio.block_size); the swapper keeps one bounce buffer of it");
+  sub->add_option("--write-device-profile", o->device_profile,
+                  "measure the host device's kernels (GEMM, memory-bound, copies) at this model's shapes and write "
+                  "--hardware with those figures to FILE.json, for `simulate` (docs/ENGINE.md)");
+  sub->callback([o, &exit_code] { run_train(*o, exit_code); });
+}
+
+}  // namespace zs::cli

@@ -1,0 +1,56 @@
+// Communicator: the data-parallel group's collectives — all-gather, reduce-scatter, all-reduce, broadcast,
+// barrier — as ZeRO uses them, with NCCL's in-place conventions. The single-rank communicator (here) makes
+// every collective a local copy; MPI (host device) and NCCL (CUDA device) implementations come with multi-rank
+// training (issue 7) behind this same interface, with a timeout that turns a missing rank into an error naming
+// the op and rank instead of a hang.
+//   auto comm = make_single_rank_communicator();
+//   Status s = comm->all_gather(full, full + rank * n * 2, n, DType::bf16, {.op_name = "allgather h.3"});
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "exec/dtype.h"
+
+namespace zs::exec {
+
+using core::Status;
+
+enum class ReduceOp : uint8_t { sum, avg };
+
+// Per call: what the collective is for (error messages), and the stream it is ordered on (NCCL: a
+// cudaStream_t from Stream::native_handle(); MPI and single-rank calls are blocking and ignore it).
+struct CollectiveCall {
+  std::string op_name;
+  void* stream = nullptr;
+};
+
+struct CommunicatorOptions {
+  double timeout_s = 300;  // a collective not complete by then fails on every rank (multi-rank implementations)
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  virtual std::string name() const = 0;  // "single", "mpi", "nccl"
+
+  // recv [world · count] ← every rank's send [count]. In place when send == recv + rank · count elements.
+  virtual Status all_gather(void* recv, const void* send, int64_t count, DType t, const CollectiveCall& c) = 0;
+  // recv [count] ← reduction over ranks of send[rank · count, (rank + 1) · count). In place when
+  // recv == send + rank · count elements.
+  virtual Status reduce_scatter(void* recv, const void* send, int64_t count, DType t, ReduceOp op,
+                                const CollectiveCall& c) = 0;
+  virtual Status all_reduce(void* buf, int64_t count, DType t, ReduceOp op, const CollectiveCall& c) = 0;
+  // Doubles (gradient-norm partial sums, overflow flags) reduced in rank order.
+  virtual Status all_reduce_f64(double* buf, int64_t count, ReduceOp op, const CollectiveCall& c) = 0;
+  virtual Status broadcast(void* buf, int64_t bytes, int root, const CollectiveCall& c) = 0;
+  virtual Status barrier(const CollectiveCall& c) = 0;
+};
+
+std::unique_ptr<Communicator> make_single_rank_communicator();
+
+}  // namespace zs::exec

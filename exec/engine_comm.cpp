@@ -1,0 +1,194 @@
+// The engine's collective ops (engine_ops.cpp has the rest): ZeRO-3 fetches and stage 1-2 parameter all-gathers,
+// gradient reductions into IPG buckets and partitions, stage 0's bucketed all-reduce, and the global gradient norm.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <tuple>
+
+#include "exec/engine_impl.h"
+#include "exec/kernels_ref.h"
+
+namespace zs::exec {
+
+using core::OpKind;
+using core::Phase;
+using core::Result;
+using core::TensorKind;
+
+// --- collectives -----------------------------------------------------------------------------------------------
+
+Status Engine::Impl::op_allgather(const core::Op& op) {
+  std::vector<uint64_t> reads, writes;
+  Keep keep;
+  struct Copy {
+    void* dst;
+    const void* src;
+    int64_t bytes;
+  };
+  std::vector<Copy> copies;
+  std::vector<std::pair<void*, int64_t>> gathers;  // full buffer, elements per rank
+  if (op.phase != Phase::optimizer) {              // ZeRO-3 fetch: partitions → full parameters
+    auto [a, b] = param_range(op);
+    for (size_t p = a; p < b; ++p) {
+      ParamRt& r = params[p];
+      if (r.persistent) continue;
+      if (!r.gathered) {
+        auto buf = alloc_gpu(lp * r.numel, "gathered params");
+        if (!buf) return buf.error();
+        r.gathered = std::make_shared<Buffer>(std::move(*buf));
+      }
+      keep.push_back(r.gathered);
+      writes.push_back(rid(Res::gathered, static_cast<int64_t>(p)));
+      if (r.lp_home == Tier::gpu) {
+        copies.push_back({r.gathered->data(), r.lp_part, r.part * lp});
+        reads.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+      }
+      gathers.push_back({r.gathered->data(), r.part});
+    }
+  } else if (op.tensor < 0) {  // ZeRO-3 _post_step: persistent parameters from their updated partitions
+    for (size_t p = 0; p < params.size(); ++p) {
+      ParamRt& r = params[p];
+      if (!r.persistent || !r.lp_part) continue;
+      copies.push_back({r.lp_full, r.lp_part, r.part * lp});
+      writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+      gathers.push_back({r.lp_full, r.part});
+    }
+  } else {  // stages 1-2: the updated lp partitions into every rank's full copy (in place)
+    auto [a, b] = param_range(op);
+    for (size_t p = a; p < b; ++p) {
+      writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+      gathers.push_back({params[p].lp_full, params[p].part});
+    }
+  }
+  const DType d = dt;
+  Communicator* cm = comm;
+  const std::string name = "allgather op " + std::to_string(op.id);
+  issue(op, reads, writes, [copies, gathers, keep, d, cm, name]() -> Status {
+    for (const auto& c : copies) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+    for (const auto& [buf, n] : gathers)
+      ZS_TRY(cm->all_gather(buf, static_cast<unsigned char*>(buf) + cm->rank() * n * dtype_bytes(d), n, d,
+                            {.op_name = name}));
+    return Status{};
+  });
+  return {};
+}
+
+Status Engine::Impl::op_reduce(const core::Op& op) {
+  auto [a, b] = param_range(op);
+  const size_t micro = static_cast<size_t>(op.micro_step);
+  const bool boundary = op.micro_step + 1 == ga;
+  std::vector<uint64_t> reads, writes;
+  Keep keep;
+  const DType d = dt;
+  Communicator* cm = comm;
+  const std::string name = "reduce_scatter op " + std::to_string(op.id);
+  struct Item {
+    ParamRt* r;
+    void* grad;        // the reduced gradient (bucket slice or the full lp grads)
+    const void* fill;  // copy this in first (a gradient not yet in the bucket), or null
+    float* fp32;       // the boundary's fp32 gradient (stage 1/2 without offload), or null
+    bool accumulate, overwrite, finalize;
+  };
+  std::vector<Item> items;
+  if (stage == 1) {  // at the GA boundary, in place on the full lp gradients
+    for (size_t p = a; p < b; ++p) {
+      ParamRt& r = params[p];
+      GroupRt& g = groups[static_cast<size_t>(r.group)];
+      const bool fin = !opt_offload;
+      items.push_back({&r, r.grad_acc, nullptr, fin ? g.g32 + r.group_offset : nullptr, false, false, fin});
+      writes.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
+      if (fin) writes.push_back(rid(Res::fp32_grad, static_cast<int64_t>(p)));
+    }
+  } else {
+    const int64_t k = bucket_k[op.id] % static_cast<int64_t>(buckets.size());
+    auto& bk = buckets[static_cast<size_t>(k)];
+    keep.push_back(bk);
+    writes.push_back(rid(Res::bucket, k));
+    for (size_t p = a; p < b; ++p) {
+      ParamRt& r = params[p];
+      const int64_t off = bucket_of[micro][p].second;
+      Item it{&r, bytes_of(bk->data()) + off * lp, nullptr, nullptr, !opt_offload, micro == 0, false};
+      if (!r.in_bucket) {  // its release comes later in program order: copy it in now
+        if (!r.grad_full) return internal("gradient of '" + r.name + "' is gone before its reduction");
+        keep.push_back(r.grad_full);
+        it.fill = r.grad_full->data();
+        reads.push_back(rid(Res::grad_full, static_cast<int64_t>(p)));
+        r.in_bucket = true;
+      }
+      if (!opt_offload) {
+        writes.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
+        if (boundary) {
+          it.finalize = true;
+          GroupRt& g = groups[static_cast<size_t>(r.group)];
+          if (stage == 2) {
+            it.fp32 = g.g32 + r.group_offset;
+            writes.push_back(rid(Res::fp32_grad, static_cast<int64_t>(p)));
+          }
+        }
+      }
+      items.push_back(it);
+    }
+  }
+  const int64_t elsz = lp;
+  issue(op, reads, writes, [items, keep, d, cm, name, elsz]() mutable -> Status {
+    for (auto& it : items)
+      if (it.fill) std::memcpy(it.grad, it.fill, static_cast<size_t>(it.r->numel * elsz));
+    for (auto& it : items)
+      ZS_TRY(cm->reduce_scatter(it.grad, it.grad, it.r->part, d, ReduceOp::avg, {.op_name = name}));
+    for (auto& it : items) {
+      const void* src = it.grad;
+      if (it.accumulate) {
+        accumulate_lp(d, it.r->grad_acc, it.grad, it.r->part, it.overwrite);
+        src = it.r->grad_acc;
+      }
+      if (it.finalize) it.r->sumsq = finalize_into(d, it.fp32, src, it.r->part);
+    }
+    return Status{};
+  });
+  return {};
+}
+
+Status Engine::Impl::op_allreduce(const core::Op& op) {
+  if (op.tensor < 0) {  // the global gradient norm (and fp16 overflow flag)
+    norm_issued = true;
+    issue(op, {}, {rid(Res::scalars, 0)}, [this]() -> Status { return compute_scalars(cur); });
+    return {};
+  }
+  // Stage 0 at the GA boundary: flatten a bucket of gradients, all-reduce, unflatten (buffered_allreduce_fallback).
+  auto [a, b] = param_range(op);
+  if (!allreduce_buf) return internal("op " + std::to_string(op.id) + ": all-reduce without its bucket");
+  Keep keep = {allreduce_buf};
+  std::vector<uint64_t> writes = {rid(Res::bucket, 1000)};
+  std::vector<std::pair<ParamRt*, float*>> items;
+  for (size_t p = a; p < b; ++p) {
+    ParamRt& r = params[p];
+    GroupRt& g = groups[static_cast<size_t>(r.group)];
+    float* f = mixed ? g.g32 + r.group_offset : nullptr;  // an fp32 model's grads are its fp32 grads
+    items.push_back({&r, f});
+    writes.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
+    writes.push_back(rid(Res::fp32_grad, static_cast<int64_t>(p)));
+  }
+  const DType d = dt;
+  const int64_t elsz = lp;
+  Communicator* cm = comm;
+  auto buf = allreduce_buf;
+  issue(op, {}, writes, [items, keep, buf, d, cm, elsz]() -> Status {
+    auto* base = static_cast<unsigned char*>(buf->data());
+    int64_t off = 0;
+    for (auto& [r, f] : items) {
+      std::memcpy(base + off, r->grad_acc, static_cast<size_t>(r->numel * elsz));
+      off += r->numel * elsz;
+    }
+    ZS_TRY(cm->all_reduce(base, off / elsz, d, ReduceOp::avg, {.op_name = "allreduce bucket"}));
+    off = 0;
+    for (auto& [r, f] : items) {
+      std::memcpy(r->grad_acc, base + off, static_cast<size_t>(r->numel * elsz));
+      off += r->numel * elsz;
+      r->sumsq = finalize_into(d, f, r->grad_acc, r->numel);
+    }
+    return Status{};
+  });
+  return {};
+}
+
+}  // namespace zs::exec

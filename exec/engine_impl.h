@@ -1,0 +1,268 @@
+// Internal to exec/engine*.cpp (engine.cpp: setup, memory, executor, step; engine_ops/_comm/_transfer/_optimizer.cpp:
+// the op handlers; engine_checkpoint.cpp): the engine's state — parameters and optimizer groups as the Plan lays them
+// out, the buffers that hold them, the stream executor with its hazard tracking, and the per-step bookkeeping.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/memory.h"
+#include "core/param_coordinator.h"
+#include "exec/cpu_adam.h"
+#include "exec/engine.h"
+#include "exec/gpt_model.h"
+#include "exec/kernels_ref.h"
+#include "exec/swapper.h"
+#include "exec/thread_pool.h"
+
+namespace zs::exec {
+
+using core::Status;
+using core::Tier;
+
+// Resources the hazard tracker orders work on (read-after-write, write-after-read/write), per index.
+enum class Res : uint8_t {
+  lp,          // a parameter's lp home (full static copy, or its partition)
+  gathered,    // stage 3: a parameter's gathered full copy
+  grad_full,   // stage 2/3: a parameter's full gradient of the micro-step
+  grad_acc,    // a parameter's accumulated gradient (lp, full or partition)
+  fp32_grad,   // a parameter's fp32 gradient (its place in the group's fp32 grads)
+  group,       // an optimizer group's fp32 master, m, v
+  act,         // activation arenas: layer l, L = embedding, L+1 = head, L+2+l = checkpoint of l
+  dres,        // backward residual gradients
+  bucket,      // IPG bucket k
+  opt_slot,    // optimizer swap buffer slot
+  pswap_slot,  // parameter swap buffer slot
+  copy_back,   // stage 1/2 pinned lp copy-back buffer / stage 2 grad staging
+  scalars,     // the step's gradient norm, overflow flag, multiplier
+};
+inline uint64_t rid(Res r, int64_t i) { return (static_cast<uint64_t>(r) << 48) | static_cast<uint64_t>(i); }
+constexpr int64_t kReserve = int64_t{1} << 40;  // Res::copy_back index of param_swap_reserve (shared by every group)
+
+// Shared by engine*.cpp.
+inline core::Error internal(const std::string& what) { return {core::ErrorKind::internal, "engine: " + what}; }
+using Keep = std::vector<std::shared_ptr<Buffer>>;  // buffers an op's work holds until it has run
+inline unsigned char* bytes_of(void* p) { return static_cast<unsigned char*>(p); }
+// The boundary's fp32 gradient and its norm² share: dst (may be null) = float(src); returns Σ src².
+inline double finalize_into(DType d, float* dst, const void* src, int64_t n) {
+  return dispatch(d, [&](auto tag) {
+    using T = decltype(tag);
+    return cast_to_f32_sumsq<T>(dst, static_cast<const T*>(src), n);
+  });
+}
+inline void accumulate_lp(DType d, void* dst, const void* src, int64_t n, bool overwrite) {
+  dispatch(d, [&](auto tag) {
+    using T = decltype(tag);
+    grad_accumulate<T>(static_cast<T*>(dst), static_cast<const T*>(src), n, overwrite);
+  });
+}
+
+struct ParamRt {
+  std::string name;
+  int64_t numel = 0;
+  int64_t part = 0;          // this rank's partition (stage 3: ceil(numel / world); else numel with world 1)
+  int64_t flat = 0;          // element offset in the flat model (stage 0-2 full buffers)
+  int64_t part_flat = 0;     // element offset of its partition in the flat optimizer-state arrays
+  Tier lp_home = Tier::gpu;  // stage 3: where the lp partition lives
+  bool persistent = false;   // stage 3: full copy always on the GPU
+  int32_t group = -1;
+  int64_t group_offset = 0;  // element offset inside its group
+  // Homes (static memory).
+  void* lp_full = nullptr;   // stage 0-2: into lp_params; stage 3 persistent: into persistent_params
+  void* lp_part = nullptr;   // stage 3: GPU or CPU lp partition (nullptr when on NVMe)
+  void* grad_acc = nullptr;  // accumulated lp gradient (stage 0/1 full; 2/3 partition; stage 3 offload: CPU)
+  std::string swap_name;     // stage 3 NVMe lp partition
+  // Per micro-step.
+  std::shared_ptr<Buffer> gathered, grad_full;
+  int32_t pswap_slot = -1;
+  int32_t bucket_op = -1;     // the reduce-scatter op that reduces it this micro-step
+  int64_t bucket_offset = 0;  // element offset in that bucket
+  bool in_bucket = false;
+  int contributions = 0;  // backward contributions so far in this micro-step
+  double sumsq = 0;       // its share of the gradient norm² this step
+};
+
+struct GroupRt {
+  size_t first = 0, last = 0;  // params [first, last)
+  int64_t elements = 0;
+  Tier tier = Tier::cpu;
+  int64_t offset = 0;       // in the flat optimizer-state arrays of its tier
+  float* master = nullptr;  // static homes (GPU or CPU); NVMe groups use swap slots
+  float* g32 = nullptr;
+  void* m = nullptr;
+  void* v = nullptr;
+  int32_t slot[4] = {-1, -1, -1, -1};  // NVMe: master, m, v, grad
+  std::vector<size_t> runs;            // NVMe: its gradient files (indices into Impl::grad_runs), one per bucket run
+  int32_t run_slot = -1;               // NVMe: the swap buffer staging the run being delivered
+  bool speculative = false;            // overlap: updated before the norm was known
+  std::shared_ptr<Buffer> snapshot;    // overlap: master, m, v before the speculative update
+};
+
+// A pool of equal buffers carved from one static allocation (DeepSpeed's swap buffers).
+struct SlotPool {
+  unsigned char* base = nullptr;
+  int64_t slot_bytes = 0;
+  std::vector<char> busy;
+  std::vector<Event> last_use;
+  int32_t acquire(std::vector<Event>& waits);
+  void release(int32_t s, const Event& e);
+  void* ptr(int32_t s) const { return base + static_cast<int64_t>(s) * slot_bytes; }
+};
+
+struct Scalars {
+  bool ready = false;
+  double norm = 0;  // of the scaled gradients
+  bool overflow = false;
+  float multiplier = 1;  // applied to the fp32 gradients before Adam (1 / combined scale)
+  double loss_scale = 1;
+};
+
+struct LossScaler {  // DeepSpeed's DynamicLossScaler (fp16/loss_scaler.py)
+  bool dynamic = false;
+  double scale = 1, min_scale = 1;
+  int64_t window = 1000, delayed_shift = 2, cur_hysteresis = 2;
+  bool consecutive_hysteresis = false;
+  int64_t cur_iter = 0, last_overflow_iter = -1;
+  void update(bool overflow);
+};
+
+struct Engine::Impl {
+  // Inputs.
+  core::ModelSpec m;
+  core::Hardware hw;
+  core::Strategy s;
+  Device* dev = nullptr;
+  Communicator* comm = nullptr;
+  EngineOptions o;
+  core::Plan plan;
+  core::MemoryReport mem;
+  core::ActivationBytes act_plan;
+  std::optional<GptModel> model;
+  DType dt = DType::bf16;
+  int64_t lp = 2;
+  int stage = 0;
+  int64_t ga = 1, L = 0;
+  bool mixed = true, ckpt = false, cpu_ckpt = false, opt_offload = false;
+  core::OffloadDevice opt_dev = core::OffloadDevice::none, par_dev = core::OffloadDevice::none;
+  std::vector<core::TraceStep> trace;
+  std::vector<ParamRt> params;
+  std::vector<GroupRt> groups;
+  std::vector<std::vector<int32_t>> module_params;
+
+  // Static memory, by the memory model's item key.
+  MemoryAccount cpu_acct{"cpu", 0};
+  MemoryAccount nvme_acct{"nvme", 0};
+  std::map<std::string, Buffer> gpu_items, cpu_items;
+  std::vector<std::shared_ptr<Buffer>> buckets;  // IPG buckets (comm_buckets), 1 or 2
+  int64_t bucket_elems = 0;
+  SlotPool opt_slots, pswap_slots;
+  void* pswap_reserve = nullptr;   // param_swap_reserve: cast target of NVMe lp partitions
+  void* copy_back = nullptr;       // stage 1/2 offload: lp_copy_back (CPU)
+  void* grad_accum_cpu = nullptr;  // stage 2 offload, GA > 1: grad_accum (CPU)
+  void* staging_gpu = nullptr;     // stage 1/2 offload: offload_staging (GPU)
+  std::unique_ptr<Swapper> par_swapper, opt_swapper_owned;
+  Swapper* opt_swapper = nullptr;
+  std::vector<Buffer> swapper_pools;          // accounting for the swappers' own pools (the memory is the swapper's)
+  std::map<std::string, int64_t> nvme_files;  // swapped tensor → bytes on disk (padded), for the NVMe account
+
+  // Per step.
+  int64_t step_index = 0;  // optimizer steps taken
+  int64_t adam_step = 0;   // Adam's step count (skipped fp16 steps do not count)
+  LossScaler scaler;
+  std::unique_ptr<CpuAdam> adam;          // β^t of every group (the optimizer's step count)
+  std::unique_ptr<ThreadPool> adam_pool;  // CPU Adam's threads
+  std::mutex adam_mu;
+  int64_t scalars_step = 0;                     // the step adam's scalars are for
+  AdamScalars step_adam_scalars(int64_t step);  // advances β^t once per step (DeepSpeed's IncrementStep)
+  void adam_update(const AdamBuffers& b, bool on_cpu, int64_t step);
+  Scalars cur, pending;        // this step's scalars; dpu: the previous step's (its gradients are applied now)
+  bool pending_grads = false;  // dpu: fp32 gradients of the previous step wait in their buffers
+  std::vector<Event> op_event;
+  std::vector<std::array<int64_t, 3>> op_ledger;  // measured occupancy when each op was issued
+  std::vector<core::TraceEvent> events;
+  std::unordered_map<uint64_t, std::pair<Event, std::vector<Event>>> hazards;
+  std::vector<int32_t> op_step;                                      // compute ops: index into `trace`
+  std::vector<std::vector<int32_t>> grads_alloc_at, grads_ready_at;  // per trace step
+  std::chrono::steady_clock::time_point t0;
+  std::mutex scalar_mu;
+  std::vector<std::vector<int32_t>> micro_tokens;  // [micro][2·N]: tokens then targets
+  std::vector<double> micro_loss;
+  std::map<int64_t, std::shared_ptr<Buffer>> acts;  // act resource index → arena
+  std::array<std::shared_ptr<Buffer>, 2> dres{};
+  std::shared_ptr<Buffer> transient_fp32;  // stage 3 GPU Adam: a group's fp32 grads
+  std::shared_ptr<Buffer> allreduce_buf;   // stage 0: the bucket of the running all-reduce
+  int64_t bucket_turn = 0;
+  bool head_release_pending = false;
+  bool layer0_release_pending = false;
+  bool spare_dres = false;    // residual gradients live in each block arena's unused dropout-mask bytes
+  bool seen_compute = false;  // dpu: Adam ops before the first compute op are the prologue
+  bool norm_issued = false;   // overlap: Adam ops before the norm are speculative
+  // Buckets: per micro-step and parameter, the reduce op that reduces its gradient and its element offset in the
+  // bucket; per reduce op, which bucket (overlap_comm double-buffers); NVMe gradient files: the op that writes a
+  // group's file (its last run).
+  std::vector<std::vector<std::pair<int32_t, int64_t>>> bucket_of;
+  std::vector<int32_t> bucket_k;
+  // NVMe groups' fp32 gradients are written per bucket run (the params of one group one reduction delivers), each
+  // its own file, and read back together into one swap buffer for the group's Adam.
+  struct GradRun {
+    size_t group = 0, first = 0, last = 0;
+    int64_t offset = 0, elements = 0;  // in the group
+    std::string name;
+  };
+  std::vector<GradRun> grad_runs;
+  std::vector<int32_t> run_of_first;  // param → the run it starts, -1
+  std::vector<std::string> notes;
+  std::map<std::string, int64_t> extras;  // engine allocations outside the Plan: peak bytes by name
+  MeasuredMemory measured_static;
+  core::Trace trace_last;
+
+  // engine.cpp
+  Status setup();
+  Status allocate_static();
+  Status init_params();
+  Status init_states();
+  Result<StepResult> step(DataLoader& data);
+  Stream& stream(core::Stream s);
+  Event issue(const core::Op& op, std::vector<uint64_t> reads, std::vector<uint64_t> writes,
+              std::function<Status()> work, std::vector<Event> waits = {});
+  Status compute_scalars(Scalars& sc);
+  void note(const std::string& n);
+  Result<Buffer> alloc_gpu(int64_t bytes, const std::string& name);
+  Result<Buffer> alloc_cpu(int64_t bytes, bool pinned, const std::string& name);
+  void extra(const std::string& name, int64_t bytes);
+  Status swap_out(Swapper& sw, const std::string& name, const void* data, int64_t bytes);
+  Status swap_in(Swapper& sw, const std::string& name, void* data, int64_t bytes);
+  int64_t padded(int64_t bytes) const { return (bytes + 4095) / 4096 * 4096; }
+
+  // engine_ops.cpp
+  Status run_op(const core::Op& op);
+  Status op_compute(const core::Op& op);
+  Status op_release(const core::Op& op);
+  Status op_alloc(const core::Op& op);
+  Status op_allgather(const core::Op& op);
+  Status op_reduce(const core::Op& op);
+  Status op_allreduce(const core::Op& op);
+  Status op_transfer(const core::Op& op);
+  Status op_adam(const core::Op& op);
+  Status op_cast(const core::Op& op);
+  Status finish_overlap();
+  Status write_lp_from_master(size_t g);  // every lp home of a group's params from its fp32 master (host-side)
+
+  // Helpers.
+  core::TensorKind kind_of(const core::Op& op) const;
+  std::pair<size_t, size_t> param_range(const core::Op& op) const;
+  std::pair<size_t, size_t> group_range(const core::Op& op) const;  // groups covered by an optimizer op
+  int64_t act_layer(const core::Op& op) const;  // activation tensor → layer, L (embedding), L+1 (head)
+  const void* lp_full_ptr(size_t p) const;
+  Result<std::shared_ptr<Buffer>> ensure_act(int64_t idx, int64_t bytes, const std::string& name);
+  void free_act(int64_t idx);
+};
+
+}  // namespace zs::exec

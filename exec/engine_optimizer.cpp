@@ -1,0 +1,270 @@
+// The engine's optimizer ops: Adam on a group (CPU or the device; dpu's prologue; overlap's speculative updates
+// and their redo once the norm is known), and the fp32 → lp casts.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <tuple>
+
+#include "exec/engine_impl.h"
+#include "exec/kernels_ref.h"
+
+namespace zs::exec {
+
+using core::OpKind;
+using core::Phase;
+using core::Result;
+using core::TensorKind;
+
+// --- the optimizer ---------------------------------------------------------------------------------------------
+
+AdamScalars Engine::Impl::step_adam_scalars(int64_t step) {
+  std::lock_guard<std::mutex> lk(adam_mu);
+  if (scalars_step != step) {
+    (void)adam->step(step, AdamBuffers{});  // no elements: β^t and the scalars only
+    scalars_step = step;
+  }
+  return adam->last_scalars();
+}
+
+// DeepSpeed's Adam on one group with the step's scalars: tiles over CPU Adam's threads, or in one piece on the
+// device's compute stream. Every kernel variant gives the same bits (exec/cpu_adam.h).
+void Engine::Impl::adam_update(const AdamBuffers& b, bool on_cpu, int64_t step) {
+  const AdamScalars sc = step_adam_scalars(step);
+  const AdamKernel k = best_adam_kernel();
+  if (!on_cpu) {
+    adam_kernel(k, sc, b, 0, b.n);
+    return;
+  }
+  const int64_t tile = 64 * 1024, tiles = (b.n + tile - 1) / tile;
+  adam_pool->run(tiles, [&](int64_t t) { adam_kernel(k, sc, b, t * tile, std::min(b.n, (t + 1) * tile)); });
+}
+
+Status Engine::Impl::op_adam(const core::Op& op) {
+  auto [g0, g1] = group_range(op);
+  if (g1 != g0 + 1) return internal("op " + std::to_string(op.id) + ": Adam over several groups");
+  GroupRt& g = groups[g0];
+  const bool prologue = o.schedule == core::Schedule::dpu && !seen_compute;
+  const bool speculative = o.schedule == core::Schedule::overlap && !norm_issued && g.tier != Tier::gpu;
+  std::vector<uint64_t> reads, writes = {rid(Res::group, static_cast<int64_t>(g0))};
+  Keep keep;
+  if (!prologue && !speculative && stage >= 1) reads.push_back(rid(Res::scalars, 0));
+  for (size_t p = g.first; p < g.last; ++p) writes.push_back(rid(Res::fp32_grad, static_cast<int64_t>(p)));
+  float* master = g.master;
+  float* g32 = g.g32;
+  void* m = g.m;
+  void* v = g.v;
+  if (g.tier == Tier::nvme) {
+    for (int i = 0; i < 4; ++i)
+      if (g.slot[i] < 0) return internal("op " + std::to_string(op.id) + ": optimizer states not swapped in");
+    master = static_cast<float*>(opt_slots.ptr(g.slot[0]));
+    m = opt_slots.ptr(g.slot[1]);
+    v = opt_slots.ptr(g.slot[2]);
+    g32 = static_cast<float*>(opt_slots.ptr(g.slot[3]));
+    for (int i = 0; i < 4; ++i) writes.push_back(rid(Res::opt_slot, g.slot[i]));
+  }
+  // Stage 3 without offload: this group's fp32 gradients are formed for the step in a transient buffer.
+  std::vector<std::pair<ParamRt*, float*>> from_lp;
+  if (op.kind == OpKind::adam_gpu && stage == 3 && !opt_offload) {
+    if (!transient_fp32) return internal("GPU Adam without its fp32 gradient buffer");
+    keep.push_back(transient_fp32);
+    g32 = transient_fp32->as<float>();
+    for (size_t p = g.first; p < g.last; ++p) {
+      from_lp.push_back({&params[p], g32 + params[p].group_offset});
+      reads.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
+    }
+  }
+  // GPU Adam's fused lp update: the GPU-resident lp copies.
+  std::vector<std::pair<void*, std::pair<const float*, int64_t>>> lp_out;
+  const ParamRt& p0 = params[g.first];
+  const bool master_is_lp = static_cast<void*>(master) == (p0.lp_full ? p0.lp_full : p0.lp_part);  // fp32, stage 0
+  if (op.kind == OpKind::adam_gpu && !master_is_lp) {
+    for (size_t p = g.first; p < g.last; ++p) {
+      ParamRt& r = params[p];
+      void* dst = stage < 3 ? r.lp_full : (r.lp_home == Tier::gpu ? r.lp_part : nullptr);
+      if (!dst) continue;
+      lp_out.push_back({dst, {master + r.group_offset, r.part}});
+      writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+    }
+  }
+  const bool snapshot = speculative && s.gradient_clipping > 0;
+  const int64_t state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
+  if (snapshot) {
+    auto b = alloc_cpu((4 + 2 * state_b) * g.elements, false, "overlap speculation snapshot");
+    if (!b) return b.error();
+    g.snapshot = std::make_shared<Buffer>(std::move(*b));
+    extra("overlap speculation snapshot (fp32 master, m, v of the groups updated before the norm)",
+          cpu_acct.by_name()["overlap speculation snapshot"]);
+    keep.push_back(g.snapshot);
+  }
+  g.speculative = speculative;
+  const int64_t step_no = adam_step + 1;
+  const DType d = dt;
+  const bool on_cpu = g.tier != Tier::gpu;
+  const int64_t n = g.elements;
+  const StateDtype sd = state_b == 2 ? StateDtype::bf16 : StateDtype::fp32;
+  auto snap = g.snapshot;
+  issue(op, reads, writes,
+        [this, prologue, speculative, from_lp, lp_out, master, g32, m, v, n, step_no, d, on_cpu, sd, snap, state_b,
+         keep]() -> Status {
+          Scalars spec;
+          spec.ready = true;
+          spec.multiplier = 1.0f;
+          if (prologue && !pending_grads) return Status{};  // dpu's first step: no gradients yet
+          if (!prologue && !speculative) ZS_TRY(compute_scalars(cur));
+          const Scalars& sc = prologue ? pending : speculative ? spec : cur;
+          if (sc.overflow) return Status{};
+          for (const auto& [r, f] : from_lp) (void)finalize_into(d, f, r->grad_acc, r->part);
+          if (sc.multiplier != 1.0f)
+            for (int64_t i = 0; i < n; ++i) g32[i] *= sc.multiplier;
+          if (snap) {
+            auto* sp = snap->as<unsigned char>();
+            std::memcpy(sp, master, static_cast<size_t>(4 * n));
+            std::memcpy(sp + 4 * n, m, static_cast<size_t>(state_b * n));
+            std::memcpy(sp + (4 + state_b) * n, v, static_cast<size_t>(state_b * n));
+          }
+          AdamBuffers ab;
+          ab.params = master;
+          ab.grads = g32;
+          ab.grad_dtype = GradDtype::fp32;
+          ab.exp_avg = m;
+          ab.exp_avg_sq = v;
+          ab.state_dtype = sd;
+          ab.n = n;
+          adam_update(ab, on_cpu, step_no);
+          for (const auto& [dst, src] : lp_out)
+            dispatch(d, [&](auto tag) {
+              using T = decltype(tag);
+              cast_from_f32<T>(static_cast<T*>(dst), src.first, src.second);
+            });
+          return Status{};
+        });
+  if (g.tier == Tier::nvme && g.slot[3] >= 0) {  // the gradients are consumed
+    opt_slots.release(g.slot[3], op_event[op.id]);
+    g.slot[3] = -1;
+  }
+  return {};
+}
+
+Status Engine::Impl::op_cast(const core::Op& op) {
+  auto [g0, g1] = group_range(op);
+  if (g1 != g0 + 1) return internal("op " + std::to_string(op.id) + ": cast over several groups");
+  GroupRt& g = groups[g0];
+  const float* master =
+      g.tier == Tier::nvme ? static_cast<const float*>(g.slot[0] >= 0 ? opt_slots.ptr(g.slot[0]) : nullptr) : g.master;
+  if (!master) return internal("op " + std::to_string(op.id) + ": the master is not in memory");
+  std::vector<uint64_t> reads = {rid(Res::group, static_cast<int64_t>(g0))}, writes;
+  if (g.tier == Tier::nvme) reads.push_back(rid(Res::opt_slot, g.slot[0]));
+  struct Item {
+    void* dst;
+    const float* src;
+    int64_t n;
+  };
+  std::vector<Item> items;
+  for (size_t p = g.first; p < g.last; ++p) {
+    ParamRt& r = params[p];
+    if (stage < 3) {  // into the pinned copy-back buffer, H2D next
+      items.push_back({bytes_of(copy_back) + r.part_flat * lp, master + r.group_offset, r.part});
+      writes.push_back(rid(Res::copy_back, static_cast<int64_t>(p)));
+    } else if (r.lp_home == Tier::cpu) {  // in place
+      items.push_back({r.lp_part, master + r.group_offset, r.part});
+      writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+    } else if (r.lp_home == Tier::nvme) {  // into the reserved swap buffer, NVMe write next
+      items.push_back({bytes_of(pswap_reserve) + r.group_offset * lp, master + r.group_offset, r.part});
+      writes.push_back(rid(Res::copy_back, kReserve));
+    }
+  }
+  const DType d = dt;
+  issue(op, reads, writes, [items, d]() -> Status {
+    for (const auto& it : items)
+      dispatch(d, [&](auto tag) {
+        using T = decltype(tag);
+        cast_from_f32<T>(static_cast<T*>(it.dst), it.src, it.n);
+      });
+    return Status{};
+  });
+  return {};
+}
+
+// --- overlap: the deferred check ---------------------------------------------------------------------------------
+
+Status Engine::Impl::write_lp_from_master(size_t gi) {
+  GroupRt& g = groups[gi];
+  for (size_t p = g.first; p < g.last; ++p) {
+    ParamRt& r = params[p];
+    const float* src = g.master + r.group_offset;
+    Status st;
+    dispatch(dt, [&](auto tag) {
+      using T = decltype(tag);
+      auto cast = [&](void* dst) { cast_from_f32<T>(static_cast<T*>(dst), src, r.part); };
+      if (stage < 3) {
+        if (copy_back) cast(bytes_of(copy_back) + r.part_flat * lp);
+        cast(r.lp_full);
+      } else {
+        if (r.lp_part) cast(r.lp_part);
+        if (r.persistent) cast(r.lp_full);
+        if (r.lp_home == Tier::nvme) {
+          std::vector<T> tmp(static_cast<size_t>(r.part));
+          cast_from_f32<T>(tmp.data(), src, r.part);
+          st = swap_out(*par_swapper, r.swap_name, tmp.data(), r.part * lp);
+        }
+      }
+    });
+    ZS_TRY(st);
+  }
+  return {};
+}
+
+Status Engine::Impl::finish_overlap() {
+  bool any = false;
+  for (const auto& g : groups) any = any || g.speculative;
+  if (!any) return {};
+  ZS_TRY(compute_scalars(cur));
+  const bool redo = cur.overflow || cur.multiplier != 1.0f;
+  const auto t_start = std::chrono::steady_clock::now();
+  const int64_t state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    GroupRt& g = groups[gi];
+    if (!g.speculative) continue;
+    if (redo) {
+      if (!g.snapshot) return internal("overlap: a speculative update without its snapshot");
+      // The update assumed no clipping; clipping applies: restore and redo it with the step's scalars.
+      const auto* sp = g.snapshot->as<unsigned char>();
+      std::memcpy(g.master, sp, static_cast<size_t>(4 * g.elements));
+      std::memcpy(g.m, sp + 4 * g.elements, static_cast<size_t>(state_b * g.elements));
+      std::memcpy(g.v, sp + (4 + state_b) * g.elements, static_cast<size_t>(state_b * g.elements));
+      if (!cur.overflow) {
+        for (int64_t i = 0; i < g.elements; ++i) g.g32[i] *= cur.multiplier;
+        AdamBuffers ab;
+        ab.params = g.master;
+        ab.grads = g.g32;
+        ab.exp_avg = g.m;
+        ab.exp_avg_sq = g.v;
+        ab.state_dtype = state_b == 2 ? StateDtype::bf16 : StateDtype::fp32;
+        ab.n = g.elements;
+        // The speculative update already advanced β^t to this step: the same scalars again.
+        adam_update(ab, true, adam_step + 1);
+      }
+      ZS_TRY(write_lp_from_master(gi));
+    }
+    if (g.snapshot) {
+      g.snapshot.reset();  // Buffer dtor gives back its accounting
+    }
+    g.speculative = false;
+  }
+  if (redo) {
+    note(
+        "overlap: gradient clipping applied after a speculative per-layer update; the engine redid those updates "
+        "from their snapshots (counted in the optimizer phase)");
+    core::TraceEvent e;
+    e.op = static_cast<uint32_t>(plan.ops.size() - 1);
+    e.stream = core::Stream::cpu_adam;
+    e.kind = OpKind::adam_cpu;
+    e.phase = Phase::optimizer;
+    e.start_s = std::chrono::duration<double>(t_start - t0).count();
+    e.end_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    events.push_back(e);
+  }
+  return {};
+}
+
+}  // namespace zs::exec

@@ -1,0 +1,625 @@
+// Engine setup (engine.h): what the engine supports, the Plan, the layout of parameters and optimizer groups,
+// the static memory item by item from the memory model, the parameters' initialisation and the optimizer states.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "exec/engine_impl.h"
+#include "exec/io_env.h"
+#include "exec/kernels_ref.h"
+#include "exec/thread_pool.h"
+
+namespace zs::exec {
+
+using core::Error;
+using core::ErrorKind;
+using core::OpKind;
+using core::Result;
+
+namespace {
+
+Error unsupported(const std::string& what) { return Error{ErrorKind::unsupported, what}; }
+
+int64_t align_up(int64_t a, int64_t b) { return b <= 1 ? a : (a + b - 1) / b * b; }
+constexpr int64_t kMinAioBytes = 1 << 20;
+constexpr int64_t kAioAlignedBytes = 1024;
+
+}  // namespace
+
+// --- setup: what the engine supports, the Plan, the layout -------------------------------------------------------
+
+Status Engine::Impl::setup() {
+  const auto& z = s.zero;
+  if (s.world() != 1)
+    return unsupported("this engine runs one rank (world " + std::to_string(s.world()) +
+                       " asked); multi-rank training with mpirun comes with the communicator's MPI/NCCL backends");
+  if (z.offload_optimizer.ratio < 1.0) return unsupported("offload_optimizer.ratio < 1 (Twin-Flow) is not supported");
+  if (s.fp16.fp16_master_weights_and_grads || s.bf16.bf16_master_weights_and_grads)
+    return unsupported("16-bit master weights (fp16/bf16 *_master_weights_and_grads) are not supported");
+  if (z.zero_hpz_partition_size > 1) return unsupported("ZeRO++ hpZ (zero_hpz_partition_size > 1) is not supported");
+  if (s.grad_accum_dtype && *s.grad_accum_dtype != s.model_dtype())
+    return unsupported("data_types.grad_accum_dtype other than the model dtype is not supported");
+  if (s.communication_data_type && *s.communication_data_type != s.model_dtype())
+    return unsupported("communication_data_type other than the model dtype is not supported");
+  std::string opt = s.optimizer.type;
+  std::transform(opt.begin(), opt.end(), opt.begin(), ::tolower);
+  if (opt != "adam" && opt != "adamw" && opt != "cpuadam" && opt != "deepspeedcpuadam" && opt != "fusedadam")
+    return unsupported("optimizer \"" + s.optimizer.type +
+                       "\": the engine runs Adam/AdamW (DeepSpeed's CPU Adam math)");
+  stage = z.stage;
+  ga = s.gradient_accumulation_steps;
+  L = m.layers;
+  dt = dtype_of(s.model_dtype());
+  lp = dtype_bytes(dt);
+  mixed = dt != DType::fp32;
+  ckpt = s.activation_checkpointing.enabled;
+  cpu_ckpt = ckpt && s.activation_checkpointing.cpu_checkpointing;
+  if (ckpt && s.activation_checkpointing.number_checkpoints && *s.activation_checkpointing.number_checkpoints < L)
+    return unsupported("activation_checkpointing.number_checkpoints < layers: the engine checkpoints every block");
+  opt_dev = stage >= 1 ? z.offload_optimizer.device : core::OffloadDevice::none;
+  if (stage < 3 && opt_dev == core::OffloadDevice::nvme) opt_dev = core::OffloadDevice::cpu;
+  par_dev = stage == 3 ? z.offload_param.device : core::OffloadDevice::none;
+  opt_offload = opt_dev != core::OffloadDevice::none;
+  if (stage == 2 && !z.contiguous_gradients)
+    return unsupported("stage 2 with contiguous_gradients false (no IPG bucket) is not supported");
+  const bool clip_or_scale = s.gradient_clipping > 0 || s.fp16.enabled;
+  if (o.schedule == core::Schedule::dpu && opt_dev == core::OffloadDevice::nvme)
+    return unsupported("dpu with offload_optimizer nvme (ZeRO-Offload's delayed update is a CPU-offload schedule)");
+  if (o.schedule == core::Schedule::overlap && opt_offload && s.fp16.enabled)
+    return unsupported("overlap with fp16: the overflow check needs every gradient before a layer's update; use bf16");
+  if (o.schedule == core::Schedule::overlap && opt_dev == core::OffloadDevice::nvme && clip_or_scale)
+    return unsupported(
+        "overlap with offload_optimizer nvme and gradient_clipping: a speculative update cannot be "
+        "redone from NVMe; set gradient_clipping 0");
+
+  core::PlanOptions po;
+  po.schedule = o.schedule;
+  po.memory = engine_memory_options();
+  plan = core::make_plan(m, hw, s, po);
+  if (!plan.feasible) return core::bad_input("the plan does not fit: " + plan.infeasible_reason);
+  mem = core::memory_model(m, hw, s, po.memory);
+  act_plan = mem.activations;
+
+  auto gm = GptModel::create(m, dt, s.micro_batch_per_gpu, s.run.seq_len);
+  if (!gm) return gm.error();
+  model.emplace(std::move(*gm));
+  if (model->layer_bytes() > act_plan.per_layer_full || model->head_bytes() > act_plan.head_and_loss ||
+      model->checkpoint_bytes() != act_plan.per_layer_checkpoint)
+    return internal("activation arenas (" + std::to_string(model->layer_bytes()) + ", " +
+                    std::to_string(model->head_bytes()) + " B) exceed the memory model's count (" +
+                    std::to_string(act_plan.per_layer_full) + ", " + std::to_string(act_plan.head_and_loss) + " B)");
+
+  // GPT-2's arenas count two dropout masks this engine does not use (no dropout): one [N, C] 16-bit buffer, where
+  // the backward residual gradient lives, so no memory beyond the Plan's is needed. Recompute arenas appear too
+  // late for that (a block's input gradient arrives before its recompute), and other models have no masks.
+  spare_dres = !ckpt && model->parks_in_arena() &&
+               act_plan.per_layer_full - model->layer_bytes() >= model->residual_grad_bytes();
+
+  // Parameters: the model's untied tensors are the Plan's parameters, in the same order.
+  const auto& mp = model->params();
+  const size_t np = mp.size();
+  if (plan.tensors.size() < 6 * np) return internal("plan has fewer tensors than 6 per parameter");
+  params.resize(np);
+  int64_t flat = 0, part_flat = 0;
+  const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
+  int64_t total_part = 0;
+  for (const auto& p : mp) total_part += p.numel;
+  const int64_t in_cpu_budget = std::min(total_part, z.offload_param.max_in_cpu);
+  int64_t cum = 0;
+  for (size_t i = 0; i < np; ++i) {
+    const core::PlanTensor& t = plan.tensors[i];
+    if (t.kind != core::TensorKind::lp_param || t.name != mp[i].name)
+      return internal("plan tensor " + std::to_string(i) + " is '" + t.name + "', the model's parameter is '" +
+                      mp[i].name + "'");
+    ParamRt& r = params[i];
+    r.name = mp[i].name;
+    r.numel = mp[i].numel;
+    r.part = r.numel;  // one rank
+    r.flat = flat;
+    r.part_flat = part_flat;
+    flat += r.numel;
+    part_flat += r.part;
+    r.persistent = t.persistent;
+    // The lp partition's home, by the scheduler's rule (core/scheduler.cpp; persistent params included).
+    cum += r.part;
+    if (stage < 3 || par_dev == core::OffloadDevice::none)
+      r.lp_home = Tier::gpu;
+    else if (par_dev == core::OffloadDevice::cpu || cum <= in_cpu_budget || r.part * lp < min_aio)
+      r.lp_home = Tier::cpu;
+    else
+      r.lp_home = Tier::nvme;
+    if (!r.persistent && stage == 3 && r.lp_home != t.home)
+      return internal("parameter '" + r.name + "': lp home disagrees with the plan");
+    r.swap_name = "p" + std::to_string(i) + ".lp";
+  }
+  // Optimizer groups: the ranges of the Plan's Adam ops.
+  std::set<std::pair<size_t, size_t>> ranges;
+  for (const auto& op : plan.ops)
+    if (op.kind == OpKind::adam_cpu || op.kind == OpKind::adam_gpu) {
+      const size_t first = static_cast<size_t>(op.tensor) % np;
+      ranges.insert({first, first + static_cast<size_t>(op.tensor_count)});
+    }
+  size_t expect = 0;
+  std::array<int64_t, 3> tier_off{};
+  for (auto [a, b] : ranges) {
+    if (a != expect) return internal("optimizer groups of the plan do not tile the parameters");
+    GroupRt g;
+    g.first = a;
+    g.last = b;
+    g.tier = plan.tensors[2 * np + a].home;
+    for (size_t p = a; p < b; ++p) {
+      params[p].group = static_cast<int32_t>(groups.size());
+      params[p].group_offset = g.elements;
+      g.elements += params[p].part;
+    }
+    g.offset = tier_off[static_cast<size_t>(g.tier)];
+    tier_off[static_cast<size_t>(g.tier)] += g.elements;
+    groups.push_back(std::move(g));
+    expect = b;
+  }
+  if (expect != np) return internal("optimizer groups of the plan do not cover every parameter");
+  // One optimizer tracks β^t for every group (they all step together); the groups' updates run its kernel on the
+  // shared CPU Adam threads (CPU groups) or on the device's compute stream (GPU groups).
+  AdamHyper h;
+  h.lr = static_cast<float>(s.optimizer.lr);
+  h.beta1 = static_cast<float>(s.optimizer.beta1);
+  h.beta2 = static_cast<float>(s.optimizer.beta2);
+  h.eps = static_cast<float>(s.optimizer.eps);
+  h.weight_decay = static_cast<float>(s.optimizer.weight_decay);
+  h.adamw_mode = s.optimizer.adam_w_mode;
+  h.bias_correction = s.optimizer.bias_correction;
+  adam = std::make_unique<CpuAdam>(h, AdamOptions{.threads = 1});
+  adam_pool = std::make_unique<ThreadPool>(o.cpu_adam_threads > 0 ? o.cpu_adam_threads : available_cpus());
+
+  for (const auto& mi : model->modules()) module_params.push_back(mi.params);
+  trace = core::module_trace(m, ckpt);
+  // Compute ops in order are the trace's steps, micro-step by micro-step.
+  op_step.assign(plan.ops.size(), -1);
+  int32_t k = 0, micro = 0;
+  for (const auto& op : plan.ops) {
+    if (op.kind != OpKind::forward && op.kind != OpKind::backward && op.kind != OpKind::recompute) continue;
+    if (op.micro_step != micro) {
+      micro = op.micro_step;
+      k = 0;
+    }
+    if (k >= static_cast<int32_t>(trace.size())) return internal("more compute ops than trace steps");
+    const core::TraceStep& ts = trace[static_cast<size_t>(k)];
+    const OpKind want = ts.pass == core::Pass::forward    ? OpKind::forward
+                        : ts.pass == core::Pass::backward ? OpKind::backward
+                                                          : OpKind::recompute;
+    if (op.kind != want) return internal("op " + std::to_string(op.id) + " does not match the module trace");
+    op_step[op.id] = k++;
+  }
+  grads_alloc_at.assign(trace.size(), {});
+  grads_ready_at.assign(trace.size(), {});
+  std::vector<int64_t> first(np, -1), last(np, -1);
+  for (size_t st = 0; st < trace.size(); ++st) {
+    if (trace[st].pass != core::Pass::backward) continue;
+    for (int32_t p : module_params[trace[st].module]) {
+      if (first[static_cast<size_t>(p)] < 0) first[static_cast<size_t>(p)] = static_cast<int64_t>(st);
+      last[static_cast<size_t>(p)] = static_cast<int64_t>(st);
+    }
+  }
+  for (size_t p = 0; p < np; ++p) {
+    if (first[p] >= 0) grads_alloc_at[static_cast<size_t>(first[p])].push_back(static_cast<int32_t>(p));
+    if (last[p] >= 0) grads_ready_at[static_cast<size_t>(last[p])].push_back(static_cast<int32_t>(p));
+  }
+
+  // Buckets and gradient files, op by op.
+  bucket_of.assign(static_cast<size_t>(ga), std::vector<std::pair<int32_t, int64_t>>(np, {-1, 0}));
+  bucket_k.assign(plan.ops.size(), 0);
+  run_of_first.assign(np, -1);
+  int32_t turn = 0;
+  for (const auto& op : plan.ops) {
+    const bool reduce = (op.kind == OpKind::reduce_scatter || op.kind == OpKind::allreduce) &&
+                        op.phase == core::Phase::backward && op.tensor >= 0;
+    if (reduce) {
+      bucket_k[op.id] = turn++;
+      int64_t off = 0;
+      const size_t a = static_cast<size_t>(op.tensor) % np;
+      for (size_t p = a; p < a + static_cast<size_t>(op.tensor_count); ++p) {
+        auto& slot = bucket_of[static_cast<size_t>(op.micro_step)][p];
+        if (slot.first >= 0) return internal("parameter '" + params[p].name + "' is reduced twice in a micro-step");
+        slot = {static_cast<int32_t>(op.id), off};
+        off += params[p].part;
+      }
+      if (stage >= 2 && off > z.reduce_bucket_size)
+        return unsupported("a parameter larger than reduce_bucket_size (" + std::to_string(z.reduce_bucket_size) +
+                           " elements) is reduced outside the bucket; raise reduce_bucket_size");
+    }
+    if (op.kind == OpKind::nvme_write && op.phase == core::Phase::backward && op.tensor >= 0 &&
+        plan.tensors[static_cast<size_t>(op.tensor)].kind == core::TensorKind::fp32_grad) {
+      GradRun run;
+      run.first = static_cast<size_t>(op.tensor) % np;
+      run.last = run.first + static_cast<size_t>(op.tensor_count);
+      run.group = static_cast<size_t>(params[run.first].group);
+      if (static_cast<size_t>(params[run.last - 1].group) != run.group)
+        return internal("a gradient run spans two optimizer groups");
+      if (run_of_first[run.first] >= 0) continue;  // the same run in another step of the plan (none today)
+      run.offset = params[run.first].group_offset;
+      for (size_t p = run.first; p < run.last; ++p) run.elements += params[p].part;
+      run.name = "g" + std::to_string(run.group) + ".grad32.p" + std::to_string(run.first);
+      run_of_first[run.first] = static_cast<int32_t>(grad_runs.size());
+      groups[run.group].runs.push_back(grad_runs.size());
+      grad_runs.push_back(run);
+    }
+  }
+
+  // Loss scaling (fp16): DeepSpeed's DynamicLossScaler, or a static scale.
+  if (s.fp16.enabled) {
+    scaler.dynamic = s.fp16.loss_scale == 0;
+    scaler.scale = scaler.dynamic ? std::pow(2.0, static_cast<double>(s.fp16.initial_scale_power)) : s.fp16.loss_scale;
+    scaler.min_scale = s.fp16.min_loss_scale;
+    scaler.window = s.fp16.loss_scale_window;
+    scaler.delayed_shift = scaler.cur_hysteresis = s.fp16.hysteresis;
+    scaler.consecutive_hysteresis = s.fp16.consecutive_hysteresis;
+  }
+  cpu_acct.set_capacity(hw.cpu.memory_bytes());
+  nvme_acct.set_capacity(std::max<int64_t>(hw.nvme.capacity_bytes(), 0));
+  return {};
+}
+
+// --- static memory ---------------------------------------------------------------------------------------------
+
+Result<Buffer> Engine::Impl::alloc_gpu(int64_t bytes, const std::string& name) { return dev->allocate(bytes, name); }
+
+Result<Buffer> Engine::Impl::alloc_cpu(int64_t bytes, bool pinned, const std::string& name) {
+  return dev->allocate_host(bytes, pinned, name, cpu_acct);
+}
+
+void Engine::Impl::extra(const std::string& name, int64_t bytes) { extras[name] = std::max(extras[name], bytes); }
+
+void Engine::Impl::note(const std::string& n) {
+  if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+}
+
+Status Engine::Impl::allocate_static() {
+  const size_t np = params.size();
+  const int64_t state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
+  auto item = [&](Tier t, const char* key) -> const core::MemoryItem* {
+    for (const auto& i : mem.tier(t).items)
+      if (i.key == key && !i.transient) return &i;
+    return nullptr;
+  };
+  // Every steady-state item must be one the engine knows how to use.
+  static const std::set<std::string> known = {
+      "lp_params",          "persistent_params",  "lp_grads",         "fp32_master",           "fp32_grads",
+      "adam_m_v",           "comm_buckets",       "offload_staging",  "lp_copy_back",          "grad_accum",
+      "param_swap_buffers", "param_swap_reserve", "opt_swap_buffers", "activation_checkpoints"};
+  for (Tier t : {Tier::gpu, Tier::cpu})
+    for (const auto& i : mem.tier(t).items)
+      if (!i.transient && !known.count(i.key) && i.bytes > 0)
+        return unsupported("memory item '" + i.key + "' (" + i.label + ") has no use in the engine");
+
+  auto take = [&](Tier t, const char* key, std::map<std::string, Buffer>& into) -> Result<unsigned char*> {
+    const core::MemoryItem* it = item(t, key);
+    if (!it) return static_cast<unsigned char*>(nullptr);
+    auto b = t == Tier::gpu ? alloc_gpu(it->bytes, key) : alloc_cpu(it->bytes, it->pinned, key);
+    if (!b) return b.error();
+    auto* p = b->as<unsigned char>();
+    into[key] = std::move(*b);
+    return p;
+  };
+  auto use_check = [&](Tier t, const char* key, int64_t used) -> Status {
+    const core::MemoryItem* it = item(t, key);
+    const int64_t have = it ? it->bytes : 0;
+    if (used > have)
+      return internal(std::string("memory item ") + key + " on " + core::to_string(t) + " holds " +
+                      std::to_string(have) + " B, the engine lays out " + std::to_string(used) + " B");
+    return {};
+  };
+
+  // GPU: model states, buckets, staging.
+  auto lpg = take(Tier::gpu, "lp_params", gpu_items);
+  if (!lpg) return lpg.error();
+  int64_t used = 0;
+  for (auto& p : params) {
+    if (stage < 3) {
+      p.lp_full = *lpg + p.flat * lp;
+      used = std::max(used, (p.flat + p.numel) * lp);
+    } else if (p.lp_home == Tier::gpu) {
+      p.lp_part = *lpg + used;
+      used += p.part * lp;
+    }
+  }
+  ZS_TRY(use_check(Tier::gpu, "lp_params", used));
+  auto pers = take(Tier::gpu, "persistent_params", gpu_items);
+  if (!pers) return pers.error();
+  used = 0;
+  for (auto& p : params)
+    if (stage == 3 && p.persistent) {
+      p.lp_full = *pers + used;
+      used += p.numel * lp;
+    }
+  ZS_TRY(use_check(Tier::gpu, "persistent_params", used));
+  const Tier grad_tier = (stage == 3 && opt_offload) ? Tier::cpu : Tier::gpu;
+  if (grad_tier == Tier::gpu) {
+    auto g = take(Tier::gpu, "lp_grads", gpu_items);
+    if (!g) return g.error();
+    used = 0;
+    for (auto& p : params)
+      if (stage <= 1) {
+        p.grad_acc = *g + p.flat * lp;
+        used = std::max(used, (p.flat + p.numel) * lp);
+      } else if (stage == 3 || !opt_offload) {
+        p.grad_acc = *g + p.part_flat * lp;
+        used = std::max(used, (p.part_flat + p.part) * lp);
+      }
+    ZS_TRY(use_check(Tier::gpu, "lp_grads", used));
+  }
+  auto states = [&](Tier t, std::map<std::string, Buffer>& into) -> Status {
+    auto master = take(t, "fp32_master", into);
+    if (!master) return master.error();
+    auto g32 = take(t, "fp32_grads", into);
+    if (!g32) return g32.error();
+    auto mv = take(t, "adam_m_v", into);
+    if (!mv) return mv.error();
+    int64_t n = 0;
+    for (auto& g : groups)
+      if (g.tier == t) n += g.elements;
+    for (auto& g : groups) {
+      if (g.tier != t) continue;
+      if (*master) g.master = reinterpret_cast<float*>(*master) + g.offset;
+      if (*g32) g.g32 = reinterpret_cast<float*>(*g32) + g.offset;
+      if (*mv) {
+        g.m = *mv + g.offset * state_b;
+        g.v = *mv + (n + g.offset) * state_b;
+      }
+    }
+    if (n > 0) {
+      ZS_TRY(use_check(t, "adam_m_v", 2 * n * state_b));
+      if (*master) ZS_TRY(use_check(t, "fp32_master", 4 * n));
+      if (*g32) ZS_TRY(use_check(t, "fp32_grads", 4 * n));
+    }
+    return {};
+  };
+  ZS_TRY(states(Tier::gpu, gpu_items));
+  // Without a separate fp32 copy (an fp32 model at stage 0) Adam updates the parameters and reads their grads.
+  for (auto& g : groups)
+    if (g.tier == Tier::gpu) {
+      if (!g.master && !mixed)
+        g.master = static_cast<float*>(params[g.first].lp_full ? params[g.first].lp_full : params[g.first].lp_part);
+      if (!g.g32 && !mixed) g.g32 = static_cast<float*>(params[g.first].grad_acc);
+      if (!g.master || (!g.g32 && stage < 3) || !g.m) return internal("GPU optimizer group without its states");
+    }
+  if (const core::MemoryItem* b = item(Tier::gpu, "comm_buckets")) {
+    const int64_t per = lp * s.zero.reduce_bucket_size;
+    const int64_t count = per > 0 ? b->bytes / per : 0;
+    for (int64_t i = 0; i < count; ++i) {
+      auto buf = alloc_gpu(per, "comm_buckets#" + std::to_string(i));
+      if (!buf) return buf.error();
+      buckets.push_back(std::make_shared<Buffer>(std::move(*buf)));
+    }
+    if (count * per != b->bytes) return internal("comm_buckets is not a whole number of buckets");
+    bucket_elems = s.zero.reduce_bucket_size;
+  }
+  auto stg = take(Tier::gpu, "offload_staging", gpu_items);
+  if (!stg) return stg.error();
+  staging_gpu = *stg;
+
+  // CPU: lp partitions first (they exist while the model is built), then the init staging, then the rest.
+  auto lpc = take(Tier::cpu, "lp_params", cpu_items);
+  if (!lpc) return lpc.error();
+  used = 0;
+  for (auto& p : params)
+    if (stage == 3 && p.lp_home == Tier::cpu) {
+      p.lp_part = *lpc + used;
+      used += p.part * lp;
+    }
+  ZS_TRY(use_check(Tier::cpu, "lp_params", used));
+  ZS_TRY(init_params());
+  if (grad_tier == Tier::cpu) {
+    auto g = take(Tier::cpu, "lp_grads", cpu_items);
+    if (!g) return g.error();
+    for (auto& p : params) p.grad_acc = *g + p.part_flat * lp;
+  }
+  ZS_TRY(states(Tier::cpu, cpu_items));
+  for (const char* key : {"lp_copy_back", "grad_accum", "offload_staging"}) {
+    auto b = take(Tier::cpu, key, cpu_items);
+    if (!b) return b.error();
+    if (std::string(key) == "lp_copy_back") copy_back = *b;
+    if (std::string(key) == "grad_accum") grad_accum_cpu = *b;
+  }
+  if (stage <= 2 && opt_offload) {
+    if (!copy_back) return internal("stage 1/2 CPU offload without lp_copy_back");
+    if (ga > 1 && stage == 2 && !grad_accum_cpu) return internal("stage 2 GA without grad_accum");
+  }
+  auto psb = take(Tier::cpu, "param_swap_buffers", cpu_items);
+  if (!psb) return psb.error();
+  if (*psb) {
+    const int64_t count = s.zero.offload_param.buffer_count;
+    pswap_slots.base = *psb;
+    pswap_slots.slot_bytes = item(Tier::cpu, "param_swap_buffers")->bytes / std::max<int64_t>(1, count);
+    pswap_slots.busy.assign(static_cast<size_t>(count), 0);
+    pswap_slots.last_use.assign(static_cast<size_t>(count), Event());
+    for (auto& p : params)
+      if (p.lp_home == Tier::nvme && p.part * lp > pswap_slots.slot_bytes)
+        return internal("parameter '" + p.name + "' exceeds a parameter swap buffer");
+  }
+  auto psr = take(Tier::cpu, "param_swap_reserve", cpu_items);
+  if (!psr) return psr.error();
+  pswap_reserve = *psr;
+  auto osb = take(Tier::cpu, "opt_swap_buffers", cpu_items);
+  if (!osb) return osb.error();
+  if (*osb) {
+    const int64_t count = s.zero.offload_optimizer.buffer_count;
+    opt_slots.base = *osb;
+    opt_slots.slot_bytes = item(Tier::cpu, "opt_swap_buffers")->bytes / std::max<int64_t>(1, count);
+    opt_slots.busy.assign(static_cast<size_t>(count), 0);
+    opt_slots.last_use.assign(static_cast<size_t>(count), Event());
+    for (auto& g : groups)
+      if (g.tier == Tier::nvme && 4 * g.elements > opt_slots.slot_bytes)
+        return internal("optimizer group exceeds an optimizer swap buffer");
+  }
+  (void)np;
+  return {};
+}
+
+// --- swapping ----------------------------------------------------------------------------------------------------
+
+Status Engine::Impl::swap_out(Swapper& sw, const std::string& name, const void* data, int64_t bytes) {
+  const int64_t disk = padded(bytes);
+  auto it = nvme_files.find(name);
+  const int64_t before = it == nvme_files.end() ? 0 : it->second;
+  if (disk > before) ZS_TRY(nvme_acct.reserve(disk - before, name));
+  nvme_files[name] = std::max(disk, before);
+  auto h = sw.swap_out(name, data, bytes, SourceUse::borrow);
+  if (!h) return h.error();
+  return h->wait();
+}
+
+Status Engine::Impl::swap_in(Swapper& sw, const std::string& name, void* data, int64_t bytes) {
+  auto h = sw.swap_in(name, data, bytes);
+  if (!h) return h.error();
+  return h->wait();
+}
+
+// --- initialisation ------------------------------------------------------------------------------------------------
+
+Status Engine::Impl::init_params() {
+  // The model is materialised in fp32 on the host (HF builds it in fp32, then casts): the whole model, or one
+  // module at a time under ZeRO-3's zero.Init — what the Plan's init peak counts.
+  const bool zero_init = stage == 3;
+  int64_t chunk = 0;
+  for (const auto& p : params) chunk += p.numel;
+  if (zero_init) {
+    chunk = 0;
+    for (const auto& mi : model->modules()) {
+      int64_t n = 0;
+      for (int32_t p : mi.params) n += params[static_cast<size_t>(p)].numel;
+      chunk = std::max(chunk, n);
+    }
+  }
+  auto staging = alloc_cpu(4 * chunk, false, "init staging (fp32 model while it is built)");
+  if (!staging) return staging.error();
+  auto fp32_model = GptModel::create(m, DType::fp32, s.micro_batch_per_gpu, s.run.seq_len);
+  if (!fp32_model) return fp32_model.error();
+  // NVMe homes need the swapper now.
+  const auto& z = s.zero;
+  auto make_swapper = [&](const std::string& path) -> Result<std::unique_ptr<Swapper>> {
+    if (path.empty()) return core::bad_input("an NVMe offload needs nvme_path");
+    const std::string dir = path + "/zerosim-" + std::to_string(::getpid()) + "-rank" + std::to_string(comm->rank());
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return core::io_error("NVMe path " + path + ": cannot create " + dir + ": " + ec.message());
+    SwapperOptions so;
+    so.paths = {dir};
+    so.aio.block_size = std::max<int64_t>(4096, s.aio.block_size);
+    so.aio.queue_depth = static_cast<int>(s.aio.queue_depth);
+    so.aio.intra_op_parallelism = static_cast<int>(s.aio.intra_op_parallelism);
+    so.aio.single_submit = s.aio.single_submit;
+    so.aio.overlap_events = s.aio.overlap_events;
+    // Tensors move zero-copy from the Plan's pinned swap buffers; the swapper's own pool (one buffer) only bounces
+    // a ragged last page. A pool buffer is also the swapper's I/O chunk, so its size is the aio block size
+    // (EngineOptions::swap_chunk_bytes), a multiple of 4 KiB.
+    const int64_t chunk =
+        std::max<int64_t>(4096, (o.swap_chunk_bytes > 0 ? o.swap_chunk_bytes : s.aio.block_size) / 4096 * 4096);
+    so.buffer_bytes = chunk;
+    so.aio.block_size = chunk;
+    so.buffer_count = 1;
+    auto sw = Swapper::create(so, o.io_env);
+    if (!sw) return core::io_error("NVMe path " + path + ": " + sw.error().message);
+    extra("swapper bounce buffer (one aio block per NVMe path)", chunk);
+    auto pool = alloc_cpu(chunk, true, "swapper bounce buffer");
+    if (!pool) return pool.error();
+    swapper_pools.push_back(std::move(*pool));
+    return std::move(*sw);
+  };
+  bool need_par = false;
+  for (const auto& p : params) need_par = need_par || p.lp_home == Tier::nvme;
+  if (need_par) {
+    auto sw = make_swapper(z.offload_param.nvme_path);
+    if (!sw) return sw.error();
+    par_swapper = std::move(*sw);
+  }
+  if (opt_dev == core::OffloadDevice::nvme) {
+    if (par_swapper && z.offload_optimizer.nvme_path == z.offload_param.nvme_path) {
+      opt_swapper = par_swapper.get();
+    } else {
+      auto sw = make_swapper(z.offload_optimizer.nvme_path);
+      if (!sw) return sw.error();
+      opt_swapper_owned = std::move(*sw);
+      opt_swapper = opt_swapper_owned.get();
+    }
+  }
+
+  auto* f = staging->as<float>();
+  for (size_t i = 0; i < params.size();) {
+    // Fill the staging with as many whole parameters as fit (one module's worth under zero.Init).
+    size_t j = i;
+    int64_t n = 0;
+    while (j < params.size() && (n + params[j].numel <= chunk || j == i)) n += params[j++].numel;
+    int64_t off = 0;
+    for (size_t p = i; p < j; ++p) {
+      fp32_model->init_param(p, f + off, o.seed);
+      ParamRt& r = params[p];
+      dispatch(dt, [&](auto tag) {
+        using T = decltype(tag);
+        auto cast = [&](void* dst) { cast_from_f32<T>(static_cast<T*>(dst), f + off, r.numel); };
+        if (r.lp_full) cast(r.lp_full);
+        if (r.lp_part) cast(r.lp_part);
+        if (r.lp_home == Tier::nvme) {
+          // In place: element i's lp value lands at byte lp·i ≤ 4·i, ahead of what is still to be read.
+          auto* lp_dst = reinterpret_cast<T*>(f + off);
+          for (int64_t e = 0; e < r.numel; ++e) lp_dst[e] = from_f32<T>(f[off + e]);
+        }
+      });
+      if (r.lp_home == Tier::nvme) ZS_TRY(swap_out(*par_swapper, r.swap_name, f + off, r.part * lp));
+      off += r.numel;
+    }
+    i = j;
+  }
+  return {};
+}
+
+// Optimizer states from the lp parameters: master = float(lp), m = v = 0 (DeepSpeed clones the 16-bit partition).
+Status Engine::Impl::init_states() {
+  Engine::Impl& e = *this;
+  const int64_t state_b = e.s.bf16.bf16_optimizer_states ? 2 : 4;
+  std::vector<unsigned char> lp_tmp;
+  for (size_t gi = 0; gi < e.groups.size(); ++gi) {
+    GroupRt& g = e.groups[gi];
+    std::vector<float> nv_master;
+    float* master = g.master;
+    if (g.tier == Tier::nvme) {
+      nv_master.assign(static_cast<size_t>(g.elements), 0.0f);
+      master = nv_master.data();
+    }
+    const bool self = !e.mixed && g.tier == Tier::gpu &&
+                      master == static_cast<float*>(e.params[g.first].lp_full ? e.params[g.first].lp_full
+                                                                              : e.params[g.first].lp_part);
+    for (size_t p = g.first; p < g.last && !self; ++p) {
+      ParamRt& r = e.params[p];
+      const void* src = r.lp_part ? r.lp_part : r.lp_full;
+      if (!src) {
+        lp_tmp.resize(static_cast<size_t>(r.part * e.lp));
+        ZS_TRY(e.swap_in(*e.par_swapper, r.swap_name, lp_tmp.data(), r.part * e.lp));
+        src = lp_tmp.data();
+      }
+      dispatch(e.dt, [&](auto tag) {
+        using T = decltype(tag);
+        (void)cast_to_f32_sumsq<T>(master + r.group_offset, static_cast<const T*>(src), r.part);
+      });
+    }
+    if (g.tier == Tier::nvme) {
+      std::vector<unsigned char> zeros(static_cast<size_t>(g.elements * state_b), 0);
+      std::vector<float> zf(static_cast<size_t>(g.elements), 0.0f);
+      ZS_TRY(e.swap_out(*e.opt_swapper, "g" + std::to_string(gi) + ".master", master, 4 * g.elements));
+      ZS_TRY(e.swap_out(*e.opt_swapper, "g" + std::to_string(gi) + ".exp_avg", zeros.data(), state_b * g.elements));
+      ZS_TRY(e.swap_out(*e.opt_swapper, "g" + std::to_string(gi) + ".exp_avg_sq", zeros.data(), state_b * g.elements));
+      for (size_t ri : g.runs)
+        ZS_TRY(e.swap_out(*e.opt_swapper, e.grad_runs[ri].name, zf.data(), 4 * e.grad_runs[ri].elements));
+    } else {
+      std::memset(g.m, 0, static_cast<size_t>(g.elements * state_b));
+      std::memset(g.v, 0, static_cast<size_t>(g.elements * state_b));
+      if (g.g32 && (e.mixed || g.tier != Tier::gpu)) std::memset(g.g32, 0, static_cast<size_t>(4 * g.elements));
+    }
+  }
+  return {};
+}
+
+}  // namespace zs::exec

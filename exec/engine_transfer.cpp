@@ -1,0 +1,369 @@
+// The engine's transfers: activation checkpoints to and from the host, ZeRO-3 fetches from CPU and NVMe, gradient
+// partitions between the GPU bucket and host memory, the boundary's fp32 gradients, optimizer-state swaps, and the
+// updated lp partitions on their way home.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <tuple>
+
+#include "exec/engine_impl.h"
+#include "exec/kernels_ref.h"
+
+namespace zs::exec {
+
+using core::OpKind;
+using core::Phase;
+using core::Result;
+using core::TensorKind;
+
+// --- transfers ---------------------------------------------------------------------------------------------------
+
+Status Engine::Impl::op_transfer(const core::Op& op) {
+  const TensorKind k = kind_of(op);
+  const size_t micro = static_cast<size_t>(op.micro_step);
+  const bool boundary = op.micro_step + 1 == ga;
+  std::vector<uint64_t> reads, writes;
+  std::vector<Event> waits;
+  Keep keep;
+  const DType d = dt;
+  const int64_t elsz = lp;
+  auto where = [&] {
+    return "op " + std::to_string(op.id) + " (" + core::to_string(op.kind) + " " + core::to_string(k) + ")";
+  };
+
+  // Activation checkpoints to and from pinned host memory (cpu_checkpointing).
+  if (k == TensorKind::activation) {
+    const int64_t l = act_layer(op);
+    const int64_t bytes = act_plan.per_layer_checkpoint;
+    if (op.kind == OpKind::d2h) {
+      auto cpu = ensure_act(2 * L + 2 + l, bytes, "activation checkpoints (CPU)");
+      if (!cpu) return cpu.error();
+      auto gpu = acts.find(L + 2 + l);
+      if (gpu == acts.end()) return internal(where() + ": no checkpoint to move");
+      keep = {*cpu, gpu->second};
+      auto src = gpu->second, dst = *cpu;
+      issue(op, {}, {rid(Res::act, L + 2 + l), rid(Res::act, 2 * L + 2 + l)}, [src, dst, bytes, keep]() -> Status {
+        std::memcpy(dst->data(), src->data(), static_cast<size_t>(bytes));
+        return Status{};
+      });
+      free_act(L + 2 + l);
+      return {};
+    }
+    auto gpu = ensure_act(L + 2 + l, bytes, "activation checkpoints");
+    if (!gpu) return gpu.error();
+    auto cpu = acts.find(2 * L + 2 + l);
+    if (cpu == acts.end()) return internal(where() + ": no host checkpoint to bring back");
+    keep = {*gpu, cpu->second};
+    auto src = cpu->second, dst = *gpu;
+    issue(op, {}, {rid(Res::act, L + 2 + l), rid(Res::act, 2 * L + 2 + l)}, [src, dst, bytes, keep]() -> Status {
+      std::memcpy(dst->data(), src->data(), static_cast<size_t>(bytes));
+      return Status{};
+    });
+    return {};
+  }
+
+  auto [a, b] = param_range(op);
+  struct Copy {
+    void* dst;
+    const void* src;
+    int64_t bytes;
+  };
+  std::vector<Copy> copies;
+
+  // ZeRO-3 fetch of offloaded partitions: NVMe → parameter swap buffer → GPU.
+  if (k == TensorKind::lp_param && op.phase != Phase::optimizer) {
+    if (op.kind == OpKind::nvme_read) {
+      std::vector<std::pair<std::string, std::pair<void*, int64_t>>> reads_;
+      for (size_t p = a; p < b; ++p) {
+        ParamRt& r = params[p];
+        if (r.lp_home != Tier::nvme || r.pswap_slot >= 0) continue;
+        const int32_t sl = pswap_slots.acquire(waits);
+        if (sl < 0)
+          return internal(where() + ": no free parameter swap buffer (offload_param.buffer_count " +
+                          std::to_string(pswap_slots.busy.size()) + ")");
+        r.pswap_slot = sl;
+        writes.push_back(rid(Res::pswap_slot, sl));
+        reads_.push_back({r.swap_name, {pswap_slots.ptr(sl), r.part * lp}});
+      }
+      Swapper* sw = par_swapper.get();
+      issue(
+          op, {}, writes,
+          [this, sw, reads_]() -> Status {
+            for (const auto& [n, buf] : reads_) ZS_TRY(swap_in(*sw, n, buf.first, buf.second));
+            return Status{};
+          },
+          waits);
+      return {};
+    }
+    if (op.kind != OpKind::h2d) return internal(where() + ": unexpected");
+    for (size_t p = a; p < b; ++p) {
+      ParamRt& r = params[p];
+      if (r.lp_home == Tier::gpu) continue;
+      if (!r.gathered) {  // the all-gather allocates it one op later; the copy lands in it now
+        auto buf = alloc_gpu(lp * r.numel, "gathered params");
+        if (!buf) return buf.error();
+        r.gathered = std::make_shared<Buffer>(std::move(*buf));
+      }
+      keep.push_back(r.gathered);
+      writes.push_back(rid(Res::gathered, static_cast<int64_t>(p)));
+      const void* src = r.lp_part;
+      if (r.lp_home == Tier::nvme) {
+        if (r.pswap_slot < 0) return internal(where() + ": '" + r.name + "' was not read from NVMe");
+        src = pswap_slots.ptr(r.pswap_slot);
+        reads.push_back(rid(Res::pswap_slot, r.pswap_slot));
+      } else {
+        reads.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+      }
+      copies.push_back({bytes_of(r.gathered->data()) + comm->rank() * r.part * lp, src, r.part * lp});
+    }
+    issue(op, reads, writes, [copies, keep]() -> Status {
+      for (const auto& c : copies) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+      return Status{};
+    });
+    return {};
+  }
+
+  // Gradient partitions between the GPU bucket and host memory (stage 3 offload; stage 2 offload with GA).
+  if (k == TensorKind::lp_grad) {
+    const int32_t rop = bucket_of[micro][a].first;
+    if (rop < 0) return internal(where() + ": no bucket");
+    const int64_t bk_i = bucket_k[static_cast<size_t>(rop)] % static_cast<int64_t>(buckets.size());
+    auto bk = buckets[static_cast<size_t>(bk_i)];
+    keep.push_back(bk);
+    writes.push_back(rid(Res::bucket, bk_i));
+    struct Item {
+      void* bucket;
+      void* host;
+      int64_t n;
+    };
+    std::vector<Item> items;
+    for (size_t p = a; p < b; ++p) {
+      ParamRt& r = params[p];
+      void* host = stage == 3 ? r.grad_acc : bytes_of(grad_accum_cpu) + r.part_flat * lp;
+      items.push_back({bytes_of(bk->data()) + bucket_of[micro][p].second * lp, host, r.part});
+      writes.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
+    }
+    const bool down = op.kind == OpKind::d2h;
+    const bool add = !down && micro > 0;                        // later micro-steps add through the GPU
+    const bool copy_back_too = add && stage == 2 && !boundary;  // DeepSpeed copies the sum back (GA ≥ 3)
+    if (copy_back_too)
+      note(
+          "stage 2 CPU offload with GA >= 3: the running gradient sum is copied back to the host inside the "
+          "H2D op (the Plan lists no D2H for it)");
+    issue(op, {}, writes, [items, keep, down, add, copy_back_too, d, elsz]() -> Status {
+      for (const auto& it : items) {
+        if (down) {
+          std::memcpy(it.host, it.bucket, static_cast<size_t>(it.n * elsz));
+        } else if (add) {
+          accumulate_lp(d, it.bucket, it.host, it.n, false);
+          if (copy_back_too) std::memcpy(it.host, it.bucket, static_cast<size_t>(it.n * elsz));
+        } else {
+          std::memcpy(it.bucket, it.host, static_cast<size_t>(it.n * elsz));
+        }
+      }
+      return Status{};
+    });
+    return {};
+  }
+
+  // The boundary's fp32 gradients: cast on the way to the host (CPU groups) or to a swap buffer (NVMe groups).
+  if (k == TensorKind::fp32_grad && op.phase != Phase::optimizer) {
+    if (op.kind == OpKind::nvme_write) {  // one bucket run of an NVMe group's gradients to its file
+      const int32_t ri = run_of_first[a];
+      if (ri < 0) return internal(where() + ": not a gradient run");
+      const GradRun& run = grad_runs[static_cast<size_t>(ri)];
+      GroupRt& g = groups[run.group];
+      if (g.run_slot < 0) return internal(where() + ": no staged gradients");
+      const int32_t sl = g.run_slot;
+      g.run_slot = -1;
+      Swapper* sw = opt_swapper;
+      void* src = opt_slots.ptr(sl);
+      const std::string name = run.name;
+      const int64_t bytes = 4 * run.elements;
+      Event e = issue(op, {rid(Res::opt_slot, sl)}, {},
+                      [this, sw, name, src, bytes]() -> Status { return swap_out(*sw, name, src, bytes); });
+      opt_slots.release(sl, e);
+      return {};
+    }
+    if (op.kind != OpKind::d2h) return internal(where() + ": unexpected");
+    struct Item {
+      ParamRt* r;
+      float* dst;
+      const void* src;
+    };
+    std::vector<Item> items;
+    for (size_t p = a; p < b; ++p) {
+      ParamRt& r = params[p];
+      GroupRt& g = groups[static_cast<size_t>(r.group)];
+      const void* src = nullptr;
+      if (stage == 1) {
+        src = r.grad_acc;
+        reads.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
+      } else {
+        const auto [rop, off] = bucket_of[micro][p];
+        const int64_t bk_i = bucket_k[static_cast<size_t>(rop)] % static_cast<int64_t>(buckets.size());
+        keep.push_back(buckets[static_cast<size_t>(bk_i)]);
+        src = bytes_of(buckets[static_cast<size_t>(bk_i)]->data()) + off * lp;
+        reads.push_back(rid(Res::bucket, bk_i));
+      }
+      float* dst = nullptr;
+      if (g.tier == Tier::nvme) {  // staged in a swap buffer, the run's first element at its start
+        const int32_t ri = run_of_first[a];
+        if (ri < 0) return internal(where() + ": gradients of an NVMe group outside a known run");
+        if (g.run_slot < 0) {
+          g.run_slot = opt_slots.acquire(waits);
+          if (g.run_slot < 0) return internal(where() + ": no free optimizer swap buffer for gradients");
+        }
+        writes.push_back(rid(Res::opt_slot, g.run_slot));
+        dst = static_cast<float*>(opt_slots.ptr(g.run_slot)) +
+              (r.group_offset - grad_runs[static_cast<size_t>(ri)].offset);
+      } else {
+        dst = g.g32 + r.group_offset;
+      }
+      writes.push_back(rid(Res::fp32_grad, static_cast<int64_t>(p)));
+      items.push_back({&r, dst, src});
+    }
+    (void)boundary;
+    issue(
+        op, reads, writes,
+        [items, keep, d]() -> Status {
+          for (const auto& it : items) it.r->sumsq = finalize_into(d, it.dst, it.src, it.r->part);
+          return Status{};
+        },
+        waits);
+    return {};
+  }
+
+  // Optimizer phase: swap a group's states in and out; copy updated lp partitions home.
+  auto [g0, g1] = group_range(op);
+  if (g1 != g0 + 1) return internal(where() + ": covers several optimizer groups");
+  GroupRt& g = groups[g0];
+  const std::string gname = "g" + std::to_string(g0);
+  const int64_t state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
+  if (k == TensorKind::fp32_master || k == TensorKind::adam_m || k == TensorKind::adam_v ||
+      k == TensorKind::fp32_grad) {
+    const int slot_i = k == TensorKind::fp32_master ? 0 : k == TensorKind::adam_m ? 1 : k == TensorKind::adam_v ? 2 : 3;
+    const char* suffix[4] = {".master", ".exp_avg", ".exp_avg_sq", ".grad32"};
+    const std::string name = gname + suffix[slot_i];
+    const int64_t bytes = (slot_i == 1 || slot_i == 2 ? state_b : 4) * g.elements;
+    Swapper* sw = opt_swapper;
+    if (!sw) return internal(where() + ": no optimizer swapper");
+    if (op.kind == OpKind::nvme_read) {
+      const int32_t sl = opt_slots.acquire(waits);
+      if (sl < 0)
+        return internal(where() + ": no free optimizer swap buffer (offload_optimizer.buffer_count " +
+                        std::to_string(opt_slots.busy.size()) + ")");
+      g.slot[slot_i] = sl;
+      auto* dst = static_cast<unsigned char*>(opt_slots.ptr(sl));
+      std::vector<std::tuple<std::string, void*, int64_t>> files;
+      if (slot_i == 3)
+        for (size_t ri : g.runs)
+          files.push_back({grad_runs[ri].name, dst + 4 * grad_runs[ri].offset, 4 * grad_runs[ri].elements});
+      else
+        files.push_back({name, dst, bytes});
+      std::vector<uint64_t> w = {rid(Res::opt_slot, sl)};
+      if (slot_i != 3) w.push_back(rid(Res::group, static_cast<int64_t>(g0)));
+      issue(
+          op, {}, w,
+          [this, sw, files]() -> Status {
+            for (const auto& [n, p, b] : files) ZS_TRY(swap_in(*sw, n, p, b));
+            return Status{};
+          },
+          waits);
+      return {};
+    }
+    if (op.kind == OpKind::nvme_write) {
+      const int32_t sl = g.slot[slot_i];
+      if (sl < 0) return internal(where() + ": nothing swapped in to write back");
+      g.slot[slot_i] = -1;
+      void* src = opt_slots.ptr(sl);
+      Event e = issue(op, {rid(Res::opt_slot, sl), rid(Res::group, static_cast<int64_t>(g0))}, {},
+                      [this, sw, name, src, bytes]() -> Status { return swap_out(*sw, name, src, bytes); });
+      opt_slots.release(sl, e);
+      return {};
+    }
+    return internal(where() + ": unexpected");
+  }
+  if (k != TensorKind::lp_param) return internal(where() + ": unexpected");
+  const float* master =
+      g.tier == Tier::nvme ? static_cast<const float*>(g.slot[0] >= 0 ? opt_slots.ptr(g.slot[0]) : nullptr) : g.master;
+  if (op.kind == OpKind::h2d) {
+    struct Item {
+      void* dst;
+      const void* src;   // a pinned lp copy (stages 1-2), or
+      const float* f32;  // the fp32 master, cast on the way (stage 3)
+      int64_t n;
+    };
+    std::vector<Item> items;
+    for (size_t p = g.first; p < g.last; ++p) {
+      ParamRt& r = params[p];
+      if (stage < 3) {
+        items.push_back({r.lp_full, bytes_of(copy_back) + r.part_flat * lp, nullptr, r.part});
+        reads.push_back(rid(Res::copy_back, static_cast<int64_t>(p)));
+      } else if (r.lp_home == Tier::gpu) {
+        if (!master) return internal(where() + ": the master is not in memory");
+        items.push_back({r.lp_part, nullptr, master + r.group_offset, r.part});
+        reads.push_back(rid(Res::group, static_cast<int64_t>(g0)));
+      } else {
+        continue;
+      }
+      writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+    }
+    issue(op, reads, writes, [items, d, elsz]() -> Status {
+      for (const auto& it : items) {
+        if (it.src)
+          std::memcpy(it.dst, it.src, static_cast<size_t>(it.n * elsz));
+        else
+          dispatch(d, [&](auto tag) {
+            using T = decltype(tag);
+            cast_from_f32<T>(static_cast<T*>(it.dst), it.f32, it.n);
+          });
+      }
+      return Status{};
+    });
+    return {};
+  }
+  if (op.kind == OpKind::d2h) {  // stage 3 GPU Adam: updated partitions to their host homes
+    struct Item {
+      void* dst;
+      const float* f32;
+      int64_t n;
+    };
+    std::vector<Item> items;
+    for (size_t p = g.first; p < g.last; ++p) {
+      ParamRt& r = params[p];
+      if (r.lp_home == Tier::gpu) continue;
+      void* dst = r.lp_home == Tier::cpu ? r.lp_part : bytes_of(pswap_reserve) + r.group_offset * lp;
+      items.push_back({dst, g.master + r.group_offset, r.part});
+      writes.push_back(r.lp_home == Tier::cpu ? rid(Res::lp, static_cast<int64_t>(p)) : rid(Res::copy_back, kReserve));
+    }
+    reads.push_back(rid(Res::group, static_cast<int64_t>(g0)));
+    issue(op, reads, writes, [items, d]() -> Status {
+      for (const auto& it : items)
+        dispatch(d, [&](auto tag) {
+          using T = decltype(tag);
+          cast_from_f32<T>(static_cast<T*>(it.dst), it.f32, it.n);
+        });
+      return Status{};
+    });
+    return {};
+  }
+  if (op.kind == OpKind::nvme_write) {  // updated lp partitions that live on NVMe
+    std::vector<std::pair<std::string, std::pair<const void*, int64_t>>> outs;
+    for (size_t p = g.first; p < g.last; ++p) {
+      ParamRt& r = params[p];
+      if (r.lp_home != Tier::nvme) continue;
+      outs.push_back({r.swap_name, {bytes_of(pswap_reserve) + r.group_offset * lp, r.part * lp}});
+      reads.push_back(rid(Res::copy_back, kReserve));
+    }
+    Swapper* sw = par_swapper.get();
+    issue(op, reads, {}, [this, sw, outs]() -> Status {
+      for (const auto& [n, buf] : outs) ZS_TRY(swap_out(*sw, n, buf.first, buf.second));
+      return Status{};
+    });
+    return {};
+  }
+  return internal(where() + ": unexpected");
+}
+
+}  // namespace zs::exec

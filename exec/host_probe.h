@@ -1,0 +1,37 @@
+// The host device's figures for the simulator: what its reference kernels achieve at one model's shapes — a GEMM
+// rate and a memory-bound rate fitted to every module's measured forward + backward time (time ≈ GEMM FLOPs /
+// rate + memory-bound bytes / bandwidth, the cost model's own form, with the Plan's per-op FLOPs and bytes) — and
+// its copy bandwidth (H2D/D2H are memcpys). `zerosim probe` measures the machine (DRAM, CPU Adam, NVMe); this
+// measures the stand-in GPU, so `simulate` can predict a `train --device host` run (docs/ENGINE.md "Validation").
+//   auto hp = probe_host_device(model, strategy, plan);
+//   core::Hardware h = apply_host_probe(probed_profile, *hp);
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/hardware.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/status.h"
+#include "core/strategy.h"
+
+namespace zs::exec {
+
+struct HostDeviceProbe {
+  double gemm_flops_per_s = 0;  // fitted GEMM rate (attention's QKᵀ and AV counted as GEMM, as the Plan does)
+  double mem_bound_Bps = 0;     // fitted bandwidth of the memory-bound work
+  double copy_Bps = 0;          // memcpy between 4 KiB-aligned host buffers
+  double fit_rms_rel = 0;       // RMS relative error of the fit over the modules
+  int modules = 0;              // samples in the fit (one per module: its forward + backward)
+};
+
+core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
+                                                const core::Plan& plan);
+
+// `base` with the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1), HBM = the fitted
+// bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the measured one),
+// PCIe = the copy bandwidth; name and source say so.
+core::Hardware apply_host_probe(core::Hardware base, const HostDeviceProbe& p);
+
+}  // namespace zs::exec

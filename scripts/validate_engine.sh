@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Engine vs simulator on this machine (docs/ENGINE.md "Validation", docs/VALIDATION.md "Engine"): probe the machine,
+# then per config and repeat: train on the host device (writing the host device's kernel rates into the profile and
+# the median step's trace), simulate with that profile, compare. Prints the per-phase errors of every run.
+#   scripts/validate_engine.sh [BUILD_DIR] [REPEATS]
+set -eu
+build="${1:-build}"; reps="${2:-3}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+bin="$build/bin/zerosim"
+out=$(mktemp -d /tmp/zs_validate_XXXXXX)
+mkdir -p "$out/nvme"
+"$bin" probe --nvme-path "$out/nvme" -o "$out/probe.json" >/dev/null
+printf "%-32s %3s %10s %10s %9s %9s %9s %9s\n" "model, config" run "pred ms" "meas ms" step fwd bwd opt
+for row in "tiny tiny-zero2-offload 64 40" "tiny tiny-zero3-nvme 64 40" "$root/tests/data/engine/small.json tiny-zero2-offload 64 12" \
+           "$root/tests/data/engine/small.json tiny-zero3-nvme 64 12"; do
+  set -- $row
+  model="$1"; cfg="$2"; seq="$3"; steps="$4"
+  c="$root/tests/data/engine/$cfg.json"
+  for r in $(seq 1 "$reps"); do
+    "$bin" train --model "$model" --hardware "$out/probe.json" --ds-config "$c" --device host --seq-len "$seq" \
+      --steps "$steps" --write-device-profile "$out/host.json" --trace "$out/meas.json" >/dev/null
+    "$bin" simulate --model "$model" --hardware "$out/host.json" --ds-config "$c" --seq-len "$seq" \
+      --raw-trace "$out/pred.json" >/dev/null
+    "$bin" compare "$out/pred.json" "$out/meas.json" --json >"$out/cmp.json"
+    python3 - "$out/cmp.json" "$(basename "$model" .json), $cfg" "$r" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s, p = d["step_time_s"], d["phases"]
+e = lambda k: "%+8.1f%%" % (100 * p[k]["error"])
+print("%-32s %3s %10.2f %10.2f %+8.1f%% %s %s %s" % (sys.argv[2], sys.argv[3], 1e3 * s["predicted"], 1e3 * s["measured"],
+      100 * s["error"], e("forward_s"), e("backward_s"), e("optimizer_s")))
+PY
+  done
+done
+rm -rf "$out"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# `zerosim train` and `zerosim compare`: progress lines, --json losses, --trace in the trace schema that compare
+# reads, checkpoint + --resume continuing bit for bit, refusals (does not fit: exit 1 with fit's report; bad input:
+# exit 2), and an NVMe run.
+set -u
+bin="$1"; root="$2"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+err() { echo "FAIL $*"; fail=$((fail+1)); }
+cfg="$root/tests/data/engine/tiny-zero2-offload.json"
+
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --device host --steps 3 --trace "$tmp/t.json" >"$tmp/out" 2>&1
+rc=$?; [ $rc -eq 0 ] || { err "train rc=$rc"; cat "$tmp/out"; }
+for frag in "step    0  loss" "tokens/s" "peak gpu" "3 steps: loss" "peak memory" "(plan "; do
+  grep -qF -- "$frag" "$tmp/out" || err "train output lacks '$frag'"
+done
+"$bin" compare "$tmp/t.json" "$tmp/t.json" >"$tmp/cmp" 2>&1 || err "compare rc=$?"
+grep -q "forward" "$tmp/cmp" && grep -q "+0.0%" "$tmp/cmp" || err "compare of a trace with itself"
+"$bin" compare "$tmp/t.json" "$tmp/t.json" --json >"$tmp/cmp.json" || err "compare --json rc=$?"
+python3 -c "import json,sys; d=json.load(open('$tmp/cmp.json')); assert d['step_time_s']['error']==0; assert 'backward_s' in d['phases']" \
+  || err "compare json"
+
+# Resume: 2 steps + checkpoint, then 2 more from it, equal 4 straight steps.
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 4 --json >"$tmp/a.json" || err "straight rc=$?"
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 2 --checkpoint "$tmp/ck" --json >"$tmp/b.json" || err "first half rc=$?"
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 2 --checkpoint "$tmp/ck" --resume --json >"$tmp/c.json" || err "resume rc=$?"
+python3 - "$tmp" <<'PY' || err "resumed losses differ"
+import json, sys
+t = sys.argv[1]
+a = [s["loss"] for s in json.load(open(t + "/a.json"))["steps"]]
+b = [s["loss"] for s in json.load(open(t + "/b.json"))["steps"]]
+c = [s["loss"] for s in json.load(open(t + "/c.json"))["steps"]]
+assert a == b + c, (a, b, c)
+PY
+[ -f "$tmp/ck/latest" ] && [ -f "$tmp/ck/$(cat "$tmp/ck/latest")/manifest.json" ] || err "checkpoint layout"
+
+# ZeRO-Infinity on NVMe (paths under /tmp).
+"$bin" train --model tiny --hardware ci-2core --ds-config "$root/tests/data/engine/tiny-zero3-nvme.json" --steps 2 >"$tmp/n" 2>&1 \
+  || { err "nvme train rc=$?"; cat "$tmp/n"; }
+grep -q "nvme [1-9]" "$tmp/n" || err "nvme run shows no NVMe bytes"
+
+# Refusals.
+python3 -c "import json; h=json.load(open('$root/configs/hardware/ci-2core.json')); h['gpu']['memory_GiB']=0.001; json.dump(h, open('$tmp/hw.json','w'))"
+"$bin" train --model tiny --hardware "$tmp/hw.json" --ds-config "$cfg" --steps 1 >"$tmp/r" 2>&1
+rc=$?; [ $rc -eq 1 ] || err "does-not-fit rc=$rc (want 1)"
+grep -q "DOES NOT FIT" "$tmp/r" && grep -q "nothing was allocated" "$tmp/r" || err "does-not-fit report"
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --device cuda --steps 1 >/dev/null 2>&1
+rc=$?; [ $rc -eq 2 ] || err "--device cuda rc=$rc (want 2)"
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 1 --resume >/dev/null 2>&1
+rc=$?; [ $rc -eq 2 ] || err "--resume without --checkpoint rc=$rc (want 2)"
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 1 --data /nonexistent/file >/dev/null 2>&1
+rc=$?; [ $rc -eq 2 ] || err "missing --data rc=$rc (want 2)"
+"$bin" compare /nonexistent/a.json "$tmp/t.json" >/dev/null 2>&1
+rc=$?; [ $rc -eq 2 ] || err "compare missing file rc=$rc (want 2)"
+
+[ $fail -eq 0 ] && echo "train_cli: ok"
+exit $fail
