@@ -1,253 +1,49 @@
-// `zerosim simulate`: how fast will it train, and what is the bottleneck? Builds the Plan, runs it on the
-// SimGrid model of the machine (sim/), prints the summary; --trace writes Chrome/Perfetto trace events.
+// `zerosim simulate`: how fast will it train, and what is the bottleneck? The options live here; the work runs in
+// the simulator module (zerosim-sim.so next to the binary, cli/simulate_module.cpp), loaded only for this command
+// so that every other command starts without SimGrid.
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <ctime>
-#include <fstream>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
-#include "core/cost_model.h"
-#include "core/json_reader.h"
-#include "core/memory.h"
-#include "core/plan.h"
-#include "core/trace.h"
-
-#ifdef ZEROSIM_WITH_SIM
-#include "sim/requirements.h"
-#include "sim/simulator.h"
-#include "sim/summary.h"
-#endif
+#include "cli/simulate.h"
 
 namespace zs::cli {
 namespace {
 
-using nlohmann::ordered_json;
+using Opts = SimulateOpts;
 
-struct Opts {
-  InputFlags in;
-  std::string schedule = "deepspeed";
-  bool json = false;
-  std::string trace;      // Chrome/Perfetto trace events
-  std::string raw_trace;  // zerosim's trace schema (docs/TRACE.md)
-  double target_efficiency = 0.9;
-  bool target_given = false;  // --target-efficiency on the command line: requirements by re-simulation
-};
-
-#ifdef ZEROSIM_WITH_SIM
-
-ordered_json tiers_json(const std::array<int64_t, 3>& b) { return {{"gpu", b[0]}, {"cpu", b[1]}, {"nvme", b[2]}}; }
-
-// FNV-1a 64 of a file, for provenance ("" when unreadable).
-// The command line as it would be typed again (every input resolved to its file).
-std::string command_line(const Opts& o, const Inputs& in) {
-  std::string c = "zerosim simulate --model " + in.model.source + " --hardware " + in.hardware.file + " --ds-config " +
-                  in.strategy.source + " --schedule " + o.schedule + " --nodes " +
-                  std::to_string(in.strategy.run.nodes) + " --gpus-per-node " +
-                  std::to_string(in.strategy.run.gpus_per_node) + " --seq-len " +
-                  std::to_string(in.strategy.run.seq_len);
-  if (o.in.micro_batch) c += " --micro-batch " + std::to_string(o.in.micro_batch);
-  if (o.in.grad_accum) c += " --grad-accum " + std::to_string(o.in.grad_accum);
-  if (in.strategy.run.checkpoint_activations) c += " --checkpoint-activations";
-  return c;
+// $ZEROSIM_SIM_MODULE, else zerosim-sim.so in the folder of this executable.
+std::string module_path() {
+  if (const char* p = std::getenv("ZEROSIM_SIM_MODULE"); p && *p) return p;
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "zerosim-sim.so";
+  std::string exe(buf, static_cast<size_t>(n));
+  return exe.substr(0, exe.rfind('/') + 1) + "zerosim-sim.so";
 }
 
-// `fit`'s verdict for a plan that does not fit: per tier required vs capacity, the reason, the cheapest fixes.
-int report_not_fitting(const Opts& o, const Inputs& in, const core::Plan& plan) {
-  const core::MemoryReport r = core::memory_model(in.model, in.hardware, in.strategy);
-  const auto sug = core::suggest_fixes(in.model, in.hardware, in.strategy);
-  if (o.json) {
-    ordered_json j;
-    j["fits"] = false;
-    j["reason"] = plan.infeasible_reason;
-    ordered_json tiers = ordered_json::object();
-    for (core::Tier t : core::kTiers) {
-      const auto& tr = r.tier(t);
-      tiers[core::to_string(t)] = {{"required_bytes", tr.required_bytes},
-                                   {"capacity_bytes", tr.capacity_bytes},
-                                   {"scope", tr.scope},
-                                   {"fits", tr.fits()}};
-    }
-    j["tiers"] = tiers;
-    j["plan_peak_bytes"] = tiers_json(plan.peak_bytes);
-    ordered_json s = ordered_json::array();
-    for (const auto& x : sug) s.push_back({{"text", x.text}, {"fits", x.fits}});
-    j["suggestions"] = s;
-    std::cout << j.dump(2) << "\n";
-    return 1;
+int run_in_module(const Opts& o) {
+  const std::string path = module_path();
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    std::cerr << "zerosim simulate: cannot load the simulator module " << path << ": " << dlerror()
+              << " (built only when SimGrid 3.32 is found at configure time)\n";
+    return 3;
   }
-  std::printf("%s on %s with %s: DOES NOT FIT\n  %s\n\n", in.model.name.c_str(), in.hardware.name.c_str(),
-              in.strategy.source.c_str(), plan.infeasible_reason.c_str());
-  std::printf("  %-5s %12s %12s  %s\n", "tier", "required", "capacity", "scope");
-  for (core::Tier t : core::kTiers) {
-    const auto& tr = r.tier(t);
-    if (tr.required_bytes == 0 && t == core::Tier::nvme) continue;
-    std::printf("  %-5s %12s %12s%s %s\n", core::to_string(t).c_str(), core::format_bytes(tr.required_bytes).c_str(),
-                core::format_bytes(tr.capacity_bytes).c_str(), tr.fits() ? " " : "!", tr.scope.c_str());
+  auto fn = reinterpret_cast<SimulateMain>(dlsym(h, "zs_simulate_main"));
+  if (!fn) {
+    std::cerr << "zerosim simulate: " << path << " has no zs_simulate_main: " << dlerror() << "\n";
+    return 3;
   }
-  if (!sug.empty()) std::printf("fixes, cheapest first (zerosim fit has the full report):\n");
-  for (size_t i = 0; i < sug.size() && i < 5; ++i)
-    std::printf("  %s %s\n", sug[i].fits ? "✓" : "-", sug[i].text.c_str());
-  return 1;
+  return fn(&o);  // the module stays loaded until exit: SimGrid registers atexit handlers
 }
-
-ordered_json summary_json(const Opts& o, const Inputs& in, const core::Plan& plan, const sim::SimResult& r,
-                          const sim::Summary& s) {
-  ordered_json j;
-  j["model"] = in.model.name;
-  j["hardware"] = in.hardware.name;
-  j["ds_config"] = in.strategy.source;
-  j["schedule"] = o.schedule;
-  j["run"] = {{"nodes", in.strategy.run.nodes},
-              {"gpus_per_node", in.strategy.run.gpus_per_node},
-              {"world", plan.ranks},
-              {"simulated_gpus", r.topology.shape.local_ranks},
-              {"seq_len", in.strategy.run.seq_len},
-              {"micro_batch_per_gpu", in.strategy.micro_batch_per_gpu},
-              {"gradient_accumulation_steps", in.strategy.gradient_accumulation_steps},
-              {"train_batch_size", in.strategy.train_batch_size}};
-  j["step_time_s"] = s.step_time_s;
-  j["phases"] = {{"forward_s", s.forward_s}, {"backward_s", s.backward_s}, {"optimizer_s", s.optimizer_s}};
-  j["tokens_per_s"] = s.tokens_per_s;
-  j["samples_per_s"] = s.samples_per_s;
-  j["tflops_per_gpu"] = s.model_tflops_per_gpu;
-  j["hardware_tflops_per_gpu"] = s.hardware_tflops_per_gpu;
-  j["mfu"] = s.mfu;
-  j["gpu_efficiency"] = s.gpu_efficiency;
-  j["peak_bytes"] = tiers_json(s.peak_bytes);
-  j["plan_peak_bytes"] = tiers_json(plan.peak_bytes);
-  ordered_json u = ordered_json::object();
-  for (const auto& [k, v] : s.utilization) u[k] = v;
-  j["utilization"] = u;
-  ordered_json ex = ordered_json::object();
-  for (const auto& x : s.exposed) ex[x.key] = {{"active_s", x.active_s}, {"exposed_s", x.exposed_s}};
-  j["exposed"] = ex;
-  j["bottleneck"] = s.bottleneck;
-  j["bottleneck_key"] = s.bottleneck_key;
-  j["target_efficiency"] = s.target_efficiency;
-  ordered_json req = ordered_json::object(), req_detail = ordered_json::array();
-  for (const auto& q : s.required) {
-    req[q.key] = q.reachable ? ordered_json(q.need_GBps_per_gpu) : ordered_json(nullptr);
-    req_detail.push_back(
-        {{"key", q.key},
-         {"label", q.label},
-         {"bytes_per_gpu", q.bytes_per_gpu},
-         {"need_GBps_per_gpu", q.need_GBps_per_gpu},
-         {"has_GBps_per_gpu", q.has_GBps_per_gpu},
-         {"short", q.short_},
-         {"method", q.simulated ? "re-simulated with this tier scaled" : "full-overlap lower bound"},
-         {"reachable", q.reachable},
-         {"best_efficiency", q.simulated && !q.reachable ? ordered_json(q.best_efficiency) : ordered_json(nullptr)}});
-  }
-  j["required_GBps"] = req;
-  j["required"] = req_detail;
-  ordered_json res = ordered_json::array();
-  for (const auto& x : s.resources)
-    if (x.busy_s > 0)
-      res.push_back({{"name", x.name},
-                     {"kind", x.kind},
-                     {"bytes", x.bytes},
-                     {"busy_s", x.busy_s},
-                     {"utilization", x.utilization}});
-  j["resources"] = res;
-  j["simulation"] = {{"wall_s", r.wall_s},
-                     {"ops_per_rank", plan.ops.size()},
-                     {"events", r.trace.events.size()},
-                     {"activities", r.activities},
-                     {"peak_rss_bytes", r.peak_rss_bytes}};
-  ordered_json cost = ordered_json::object();
-  for (const auto& [k, v] : r.cost.provenance) cost[k] = v;
-  j["cost_model"] = cost;
-  j["notes"] = plan.notes;
-  j["warnings"] = s.warnings;
-  return j;
-}
-
-void print_human(const Opts& o, const Inputs& in, const core::Plan& plan, const sim::SimResult& r,
-                 const sim::Summary& s) {
-  const auto& st = in.strategy;
-  std::printf("%s on %s: %lld node x %lld GPU, %s, schedule %s\n", in.model.name.c_str(), in.hardware.name.c_str(),
-              static_cast<long long>(st.run.nodes), static_cast<long long>(st.run.gpus_per_node), st.source.c_str(),
-              o.schedule.c_str());
-  std::printf("ZeRO-%d, optimizer %s, params %s, %s, seq %lld, micro batch %lld, GA %lld\n\n", st.zero.stage,
-              core::to_string(st.zero.offload_optimizer.device).c_str(),
-              core::to_string(st.zero.offload_param.device).c_str(), core::to_string(st.model_dtype()).c_str(),
-              static_cast<long long>(st.run.seq_len), static_cast<long long>(st.micro_batch_per_gpu),
-              static_cast<long long>(st.gradient_accumulation_steps));
-  std::cout << sim::summary_text(s);
-  std::printf("memory peak      GPU %s per rank, CPU %s per node, NVMe %s per node (simulated timeline)\n",
-              core::format_bytes(s.peak_bytes[0]).c_str(), core::format_bytes(s.peak_bytes[1]).c_str(),
-              core::format_bytes(s.peak_bytes[2]).c_str());
-  std::printf("simulated        %zu ops per rank on %lld GPUs of one node (nodes are symmetric) in %.2f s\n",
-              plan.ops.size(), static_cast<long long>(r.topology.shape.local_ranks), r.wall_s);
-  for (const auto& n : plan.notes) std::printf("note: %s\n", n.c_str());
-  for (const auto& w : s.warnings) std::printf("warning: %s\n", w.c_str());
-}
-
-void run_simulate(const Opts& o, int& exit_code) {
-  auto in = load_inputs(o.in);
-  if (!in) {
-    std::cerr << "zerosim simulate: " << in.error().message << "\n";
-    exit_code = exit_code_for(in.error());
-    return;
-  }
-  core::PlanOptions po;
-  po.schedule = *core::parse_schedule(o.schedule);
-  const core::Plan plan = core::make_plan(in->model, in->hardware, in->strategy, po);
-  if (!plan.feasible) {
-    exit_code = report_not_fitting(o, *in, plan);
-    return;
-  }
-  core::CostModel cost = core::cost_model_for(in->hardware, in->strategy.model_dtype());
-  core::apply_model_shapes(cost, in->model, in->strategy.micro_batch_per_gpu * in->strategy.run.seq_len);
-  sim::SimOptions so;
-  so.nodes = in->strategy.run.nodes;
-  so.gpus_per_node = in->strategy.run.gpus_per_node;
-  auto r = sim::simulate(plan, cost, so);
-  if (!r) {
-    std::cerr << "zerosim simulate: " << r.error().message << "\n";
-    exit_code = exit_code_for(r.error());
-    return;
-  }
-  sim::SummaryOptions sopt;
-  sopt.samples_per_step = in->strategy.train_batch_size;
-  sopt.target_efficiency = o.target_efficiency;
-  sim::Summary s = sim::summarize(plan, *r, sopt);
-  if (o.target_given) {
-    auto req = sim::simulate_requirements(plan, cost, so, s, o.target_efficiency);
-    if (!req) {
-      std::cerr << "zerosim simulate: " << req.error().message << "\n";
-      exit_code = exit_code_for(req.error());
-      return;
-    }
-    s.required = std::move(*req);
-  }
-
-  r->trace.provenance = provenance_for(*in, command_line(o, *in));
-  for (const auto& [path, text] :
-       {std::pair{o.trace, &core::trace_to_chrome_json}, std::pair{o.raw_trace, &core::trace_to_json}}) {
-    if (path.empty()) continue;
-    core::Status w = core::write_file_atomic(path, text(r->trace));
-    if (!w.ok()) {
-      std::cerr << "zerosim simulate: " << w.message() << "\n";
-      exit_code = 3;
-      return;
-    }
-  }
-  if (o.json)
-    std::cout << summary_json(o, *in, plan, *r, s).dump(2) << "\n";
-  else
-    print_human(o, *in, plan, *r, s);
-  exit_code = 0;
-}
-
-#endif  // ZEROSIM_WITH_SIM
 
 }  // namespace
 
@@ -267,12 +63,7 @@ void add_simulate(CLI::App& app, int& exit_code) {
                  ->check(CLI::Range(0.01, 1.0));
   sub->callback([o, te, &exit_code] {
     o->target_given = te->count() > 0;
-#ifdef ZEROSIM_WITH_SIM
-    run_simulate(*o, exit_code);
-#else
-    std::cerr << "zerosim simulate: this build has no simulator (SimGrid 3.32 was not found at configure time)\n";
-    exit_code = 3;
-#endif
+    exit_code = run_in_module(*o);
   });
 }
 
