@@ -319,10 +319,29 @@ Status Engine::Impl::allocate_static() {
       if (!i.transient && !known.count(i.key) && i.bytes > 0)
         return unsupported("memory item '" + i.key + "' (" + i.label + ") has no use in the engine");
 
+  // ZeRO-3 with several ranks: DeepSpeed pads every parameter's partition to ceil(numel / world), the memory model
+  // counts ceil(P / world) for the partitioned items — up to world − 1 elements per parameter fewer. The engine
+  // allocates that padding on top of those items and lists it (the memory model should count Σ ceil(numel/world)).
+  int64_t pad_elems = 0;
+  if (stage == 3 && world > 1) {
+    for (const auto& p : params) pad_elems += p.part;
+    pad_elems = std::max<int64_t>(0, pad_elems - (flat_part));
+  }
+  const std::map<std::string, int64_t> pad_bytes_per_elem = {{"lp_params", lp},   {"lp_grads", lp},
+                                                             {"fp32_master", 4},  {"fp32_grads", 4},
+                                                             {"adam_m_v", 2 * state_b}, {"grad_accum", lp}};
+  int64_t pad_total = 0;
   auto take = [&](Tier t, const char* key, std::map<std::string, Buffer>& into) -> Result<unsigned char*> {
     const core::MemoryItem* it = item(t, key);
     if (!it) return static_cast<unsigned char*>(nullptr);
-    auto b = t == Tier::gpu ? alloc_gpu(it->bytes, key) : alloc_cpu(it->bytes, it->pinned, key);
+    int64_t bytes = it->bytes;
+    if (pad_elems > 0 && pad_bytes_per_elem.count(key)) {
+      bytes += pad_elems * pad_bytes_per_elem.at(key);
+      pad_total += pad_elems * pad_bytes_per_elem.at(key);
+      extra("ZeRO-3 partition padding (ceil(numel/world) per parameter; the memory model counts ceil(P/world))",
+            pad_total);
+    }
+    auto b = t == Tier::gpu ? alloc_gpu(bytes, key) : alloc_cpu(bytes, it->pinned, key);
     if (!b) return b.error();
     auto* p = b->as<unsigned char>();
     into[key] = std::move(*b);
@@ -330,7 +349,7 @@ Status Engine::Impl::allocate_static() {
   };
   auto use_check = [&](Tier t, const char* key, int64_t used) -> Status {
     const core::MemoryItem* it = item(t, key);
-    const int64_t have = it ? it->bytes : 0;
+    const int64_t have = (it ? it->bytes : 0) + (it && pad_bytes_per_elem.count(key) ? pad_elems * pad_bytes_per_elem.at(key) : 0);
     if (used > have)
       return internal(std::string("memory item ") + key + " on " + core::to_string(t) + " holds " +
                       std::to_string(have) + " B, the engine lays out " + std::to_string(used) + " B");
