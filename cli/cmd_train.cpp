@@ -150,6 +150,12 @@ core::Result<Group> make_group(const Opts& o) {
     g.local_size = g.mpi->local_size();
     return g;
   }
+#else
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* n = std::getenv(v); n && std::atoi(n) > 1)
+      return core::bad_input(std::string("launched with ") + v + "=" + n +
+                             ", but this build has no MPI (CMake found none): it would train " + n +
+                             " independent copies");
 #endif
   g.comm = exec::make_single_rank_communicator();
   return g;
@@ -174,7 +180,7 @@ void run_train(const Opts& o, int& exit_code) {
   auto group = make_group(o);
   if (!group) {
     std::cerr << "zerosim train: " << group.error().message << "\n";
-    exit_code = 3;
+    exit_code = group.error().kind == core::ErrorKind::bad_input ? 2 : 3;
     return;
   }
   Group& G = *group;

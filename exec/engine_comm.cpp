@@ -187,9 +187,9 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
   }
   const int64_t elsz = lp;
   const int64_t f0 = params[a].flat, f1 = params[b - 1].flat + params[b - 1].numel;
-  const int64_t S = flat_part, W = world, R = rank;
+  const int64_t S = flat_part, W = world;
   const int st = stage;
-  issue(op, reads, writes, [items, keep, d, cm, name, elsz, region, f0, f1, S, W, R, st]() mutable -> Status {
+  issue(op, reads, writes, [items, keep, d, cm, name, elsz, region, f0, f1, S, W, st]() mutable -> Status {
     for (auto& it : items) {
       if (it.fill) std::memcpy(it.grad, it.fill, static_cast<size_t>(it.r->numel * elsz));
       if (it.pad > 0) std::memset(bytes_of(it.grad) + it.r->numel * elsz, 0, static_cast<size_t>(it.pad * elsz));
@@ -206,7 +206,6 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
         ZS_TRY(cm->reduce(bytes_of(region) + (lo - f0) * elsz, hi - lo, d, ReduceOp::avg, static_cast<int>(q),
                           {.op_name = name}));
       }
-      (void)R;
     }
     for (auto& it : items) {
       const void* src = it.piece;

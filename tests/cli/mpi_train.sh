@@ -16,6 +16,13 @@
 set -u
 bin="$1"; root="$2"
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 0; }
+# A build without MPI (CMake found none) refuses mpirun: that is checked, then there is nothing more to run.
+if ! "$bin" report 2>/dev/null | grep -qE "^ *MPI +built"; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 mpirun -np 2 --oversubscribe "$bin" train \
+    --model tiny --hardware ci-2core --ds-config "$root/tests/data/engine/tiny-zero2-offload.json" --steps 1 2>&1 \
+    | grep -q "this build has no MPI" || { echo "FAIL: a build without MPI does not refuse mpirun"; exit 1; }
+  echo "SKIP: this zerosim was built without MPI (it refuses mpirun, checked)"; exit 0
+fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 fail=0
