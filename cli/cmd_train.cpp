@@ -4,16 +4,16 @@
 // report before allocating anything (exit 1).
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cstdlib>
-#include <numeric>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
@@ -21,12 +21,12 @@
 #include "core/memory.h"
 #include "core/plan.h"
 #include "core/trace.h"
+#include "exec/affinity.h"
 #include "exec/checkpoint.h"
 #include "exec/data.h"
 #include "exec/engine.h"
 #include "exec/host_device.h"
 #include "exec/host_probe.h"
-#include "exec/affinity.h"
 #ifdef ZEROSIM_HAVE_MPI
 #include "exec/mpi_communicator.h"
 #endif
@@ -185,9 +185,9 @@ void run_train(const Opts& o, int& exit_code) {
   }
   Group& G = *group;
   const bool lead = G.rank == 0;  // rank 0 prints; every rank reports its own errors
-  const std::string who = G.world > 1 ? "zerosim train [rank " + std::to_string(G.rank) + "/" +
-                                            std::to_string(G.world) + "]: "
-                                      : "zerosim train: ";
+  const std::string who = G.world > 1
+                              ? "zerosim train [rank " + std::to_string(G.rank) + "/" + std::to_string(G.world) + "]: "
+                              : "zerosim train: ";
   bool engine_started = false;
   auto fail = [&](const std::string& msg, int code) {
     std::cerr << who << msg << "\n";
@@ -298,10 +298,11 @@ void run_train(const Opts& o, int& exit_code) {
                 static_cast<long long>(st.micro_batch_per_gpu), static_cast<long long>(st.run.seq_len),
                 static_cast<long long>(st.gradient_accumulation_steps));
     if (G.world > 1)
-      std::printf("%d data-parallel ranks (MPI, collective timeout %g s): rank r trains on micro-batches r*GA .. "
-                  "r*GA+GA-1 of each step's %lld; global batch %lld sequences\n",
-                  G.world, o.comm_timeout_s, static_cast<long long>(G.world * st.gradient_accumulation_steps),
-                  static_cast<long long>(G.world * st.gradient_accumulation_steps * st.micro_batch_per_gpu));
+      std::printf(
+          "%d data-parallel ranks (MPI, collective timeout %g s): rank r trains on micro-batches r*GA .. "
+          "r*GA+GA-1 of each step's %lld; global batch %lld sequences\n",
+          G.world, o.comm_timeout_s, static_cast<long long>(G.world * st.gradient_accumulation_steps),
+          static_cast<long long>(G.world * st.gradient_accumulation_steps * st.micro_batch_per_gpu));
   }
   if (!binding.empty())  // every rank says where it runs (stderr: stdout is rank 0's, and may be JSON)
     std::fprintf(stderr, "bind-cores-to-rank: %s; CPU Adam threads %d\n", binding.c_str(), adam_threads);
@@ -421,9 +422,9 @@ void run_train(const Opts& o, int& exit_code) {
         std::printf("rank %zu peak     gpu %s  cpu %s  nvme %s\n", q, bytes(rank_peaks[q][0]).c_str(),
                     bytes(rank_peaks[q][1]).c_str(), bytes(rank_peaks[q][2]).c_str());
     std::printf("peak memory%s gpu %s (plan %s)  cpu %s (plan %s)  nvme %s (plan %s)\n",
-                G.world > 1 ? " (max)" : "     ",
-                bytes(mm.peak_bytes[0]).c_str(), bytes(plan.peak_bytes[0]).c_str(), bytes(mm.peak_bytes[1]).c_str(),
-                bytes(plan.peak_bytes[1]).c_str(), bytes(mm.peak_bytes[2]).c_str(), bytes(plan.peak_bytes[2]).c_str());
+                G.world > 1 ? " (max)" : "     ", bytes(mm.peak_bytes[0]).c_str(), bytes(plan.peak_bytes[0]).c_str(),
+                bytes(mm.peak_bytes[1]).c_str(), bytes(plan.peak_bytes[1]).c_str(), bytes(mm.peak_bytes[2]).c_str(),
+                bytes(plan.peak_bytes[2]).c_str());
     for (const auto& [k, v] : mm.extras) std::printf("engine buffer    %s: %s\n", k.c_str(), bytes(v).c_str());
     for (const auto& n : e.notes()) std::printf("note: %s\n", n.c_str());
     for (const auto& w : dev->warnings()) std::printf("warning: %s\n", w.c_str());

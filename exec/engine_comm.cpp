@@ -135,7 +135,7 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
   };
   std::vector<Item> items;
   void* region = nullptr;  // stages 1-2: the op's gradients, contiguous in flat order
-  if (stage == 1) {  // at the GA boundary, in place on the full lp gradients
+  if (stage == 1) {        // at the GA boundary, in place on the full lp gradients
     region = params[a].grad_acc;
     for (size_t p = a; p < b; ++p) {
       ParamRt& r = params[p];

@@ -246,9 +246,7 @@ struct Engine::Impl {
   Status swap_in(Swapper& sw, const std::string& name, void* data, int64_t bytes);
   int64_t padded(int64_t bytes) const { return (bytes + 4095) / 4096 * 4096; }
   // Elements of a parameter's partition that hold values (stage 3 pads the last ranks' partitions with zeros).
-  int64_t valid_part(const ParamRt& r) const {
-    return std::clamp<int64_t>(r.numel - r.part_start, 0, r.part);
-  }
+  int64_t valid_part(const ParamRt& r) const { return std::clamp<int64_t>(r.numel - r.part_start, 0, r.part); }
   // Elements a parameter's gradient takes in an IPG bucket: stage 3 pads it to world · part for the reduce-scatter.
   int64_t bucket_numel(const ParamRt& r) const { return stage == 3 ? world * r.part : r.numel; }
 

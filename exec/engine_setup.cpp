@@ -39,8 +39,9 @@ Status Engine::Impl::setup() {
     return core::bad_input("the strategy describes " + std::to_string(s.world()) + " data-parallel ranks (nodes x " +
                            "gpus_per_node), the communicator has " + std::to_string(world));
   if (world > 1 && o.schedule == core::Schedule::overlap)
-    return unsupported("the overlap schedule with more than one rank: a redone speculative update would need a "
-                       "second all-gather of the lp parameters");
+    return unsupported(
+        "the overlap schedule with more than one rank: a redone speculative update would need a "
+        "second all-gather of the lp parameters");
   if (z.offload_optimizer.ratio < 1.0) return unsupported("offload_optimizer.ratio < 1 (Twin-Flow) is not supported");
   if (s.fp16.fp16_master_weights_and_grads || s.bf16.bf16_master_weights_and_grads)
     return unsupported("16-bit master weights (fp16/bf16 *_master_weights_and_grads) are not supported");
@@ -112,7 +113,7 @@ Status Engine::Impl::setup() {
   const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
   int64_t total_part = 0;
   for (const auto& p : mp) total_part += p.numel;  // P (the flat model)
-  int64_t total_p3 = 0;                             // stage 3: this rank's partition elements
+  int64_t total_p3 = 0;                            // stage 3: this rank's partition elements
   for (const auto& p : mp) total_p3 += (p.numel + std::max<int64_t>(1, comm->world()) - 1) / comm->world();
   const int64_t in_cpu_budget = std::min(total_p3, z.offload_param.max_in_cpu);
   int64_t cum = 0;
@@ -327,8 +328,8 @@ Status Engine::Impl::allocate_static() {
     for (const auto& p : params) pad_elems += p.part;
     pad_elems = std::max<int64_t>(0, pad_elems - (flat_part));
   }
-  const std::map<std::string, int64_t> pad_bytes_per_elem = {{"lp_params", lp},   {"lp_grads", lp},
-                                                             {"fp32_master", 4},  {"fp32_grads", 4},
+  const std::map<std::string, int64_t> pad_bytes_per_elem = {{"lp_params", lp},         {"lp_grads", lp},
+                                                             {"fp32_master", 4},        {"fp32_grads", 4},
                                                              {"adam_m_v", 2 * state_b}, {"grad_accum", lp}};
   int64_t pad_total = 0;
   auto take = [&](Tier t, const char* key, std::map<std::string, Buffer>& into) -> Result<unsigned char*> {
@@ -349,7 +350,8 @@ Status Engine::Impl::allocate_static() {
   };
   auto use_check = [&](Tier t, const char* key, int64_t used) -> Status {
     const core::MemoryItem* it = item(t, key);
-    const int64_t have = (it ? it->bytes : 0) + (it && pad_bytes_per_elem.count(key) ? pad_elems * pad_bytes_per_elem.at(key) : 0);
+    const int64_t have =
+        (it ? it->bytes : 0) + (it && pad_bytes_per_elem.count(key) ? pad_elems * pad_bytes_per_elem.at(key) : 0);
     if (used > have)
       return internal(std::string("memory item ") + key + " on " + core::to_string(t) + " holds " +
                       std::to_string(have) + " B, the engine lays out " + std::to_string(used) + " B");

@@ -298,7 +298,8 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
     for (size_t p = g.first; p < g.last; ++p) {
       ParamRt& r = params[p];
       if (stage < 3) {
-        items.push_back({bytes_of(r.lp_full) + r.part_start * lp, bytes_of(copy_back) + r.part_flat * lp, nullptr, r.part});
+        items.push_back(
+            {bytes_of(r.lp_full) + r.part_start * lp, bytes_of(copy_back) + r.part_flat * lp, nullptr, r.part});
         reads.push_back(rid(Res::copy_back, static_cast<int64_t>(p)));
       } else if (r.lp_home == Tier::gpu) {
         if (!master) return internal(where() + ": the master is not in memory");

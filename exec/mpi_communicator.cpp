@@ -120,8 +120,8 @@ class Mpi : public Communicator {
     const int64_t b = count * dtype_bytes(t);
     ZS_TRY(begin(c, "reduce", b));
     if (root < 0 || root >= world_)
-      return Error{ErrorKind::internal, c.op_name + ": reduce to rank " + std::to_string(root) + " of " +
-                                            std::to_string(world_)};
+      return Error{ErrorKind::internal,
+                   c.op_name + ": reduce to rank " + std::to_string(root) + " of " + std::to_string(world_)};
     if (skip()) return {};
     Pending p;
     if (rank_ != root) {
@@ -161,8 +161,8 @@ class Mpi : public Communicator {
     std::lock_guard<std::mutex> lk(mu_);
     ZS_TRY(begin(c, "broadcast", bytes));
     if (root < 0 || root >= world_)
-      return Error{ErrorKind::internal, c.op_name + ": broadcast from rank " + std::to_string(root) + " of " +
-                                            std::to_string(world_)};
+      return Error{ErrorKind::internal,
+                   c.op_name + ": broadcast from rank " + std::to_string(root) + " of " + std::to_string(world_)};
     if (skip()) return {};
     Pending p;
     if (rank_ == root) {
@@ -196,8 +196,10 @@ class Mpi : public Communicator {
 
   Status begin(const CollectiveCall& c, const char* kind, int64_t bytes) {
     if (broken_)
-      return Error{ErrorKind::io, c.op_name + " (" + kind + "): the MPI communicator is unusable after an earlier "
-                                                         "timeout on rank " + std::to_string(rank_)};
+      return Error{ErrorKind::io, c.op_name + " (" + kind +
+                                      "): the MPI communicator is unusable after an earlier "
+                                      "timeout on rank " +
+                                      std::to_string(rank_)};
     if (bytes < 0 || bytes > INT_MAX)
       return Error{ErrorKind::unsupported, c.op_name + " (" + kind + "): " + std::to_string(bytes) +
                                                " bytes per rank; the MPI communicator sends at most 2 GiB per message"};
@@ -215,9 +217,9 @@ class Mpi : public Communicator {
   Status isend(Pending& p, const void* buf, int64_t bytes, int to, const CollectiveCall& c) {
     MPI_Request r;
     const int rc = MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, to, tag_, comm_, &r);
-    if (rc != MPI_SUCCESS) return Error{ErrorKind::io, c.op_name + ": MPI_Isend to rank " + std::to_string(to) +
-                                                           " failed on rank " + std::to_string(rank_) + ": " +
-                                                           mpi_error(rc)};
+    if (rc != MPI_SUCCESS)
+      return Error{ErrorKind::io, c.op_name + ": MPI_Isend to rank " + std::to_string(to) + " failed on rank " +
+                                      std::to_string(rank_) + ": " + mpi_error(rc)};
     p.reqs.push_back(r);
     p.from.push_back(-1);
     return {};
@@ -225,9 +227,9 @@ class Mpi : public Communicator {
   Status irecv(Pending& p, void* buf, int64_t bytes, int from, const CollectiveCall& c) {
     MPI_Request r;
     const int rc = MPI_Irecv(buf, static_cast<int>(bytes), MPI_BYTE, from, tag_, comm_, &r);
-    if (rc != MPI_SUCCESS) return Error{ErrorKind::io, c.op_name + ": MPI_Irecv from rank " + std::to_string(from) +
-                                                           " failed on rank " + std::to_string(rank_) + ": " +
-                                                           mpi_error(rc)};
+    if (rc != MPI_SUCCESS)
+      return Error{ErrorKind::io, c.op_name + ": MPI_Irecv from rank " + std::to_string(from) + " failed on rank " +
+                                      std::to_string(rank_) + ": " + mpi_error(rc)};
     p.reqs.push_back(r);
     p.from.push_back(from);
     return {};
@@ -254,8 +256,8 @@ class Mpi : public Communicator {
       int done = 0;
       const int rc = MPI_Testall(static_cast<int>(p.reqs.size()), p.reqs.data(), &done, MPI_STATUSES_IGNORE);
       if (rc != MPI_SUCCESS)
-        return Error{ErrorKind::io, c.op_name + " (" + kind + ") failed on rank " + std::to_string(rank_) +
-                                        ": " + mpi_error(rc)};
+        return Error{ErrorKind::io,
+                     c.op_name + " (" + kind + ") failed on rank " + std::to_string(rank_) + ": " + mpi_error(rc)};
       if (done) return {};
       if (clk::now() > deadline) break;
       if (polls < 200)

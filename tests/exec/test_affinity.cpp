@@ -1,7 +1,6 @@
 // --bind-cores-to-rank's core sets (exec/affinity.h): disjoint and covering when the node has enough CPUs, one
 // shared core each when oversubscribed.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "exec/affinity.h"
@@ -21,7 +20,7 @@ TEST_CASE("cores_for_rank: disjoint sets that cover the node") {
         total += c.size();
         seen.insert(c.begin(), c.end());
       }
-      CHECK(total == static_cast<size_t>(cpus));  // disjoint ...
+      CHECK(total == static_cast<size_t>(cpus));        // disjoint ...
       CHECK(seen.size() == static_cast<size_t>(cpus));  // ... and covering
     }
   CHECK(cores_for_rank(2, 3, 8) == std::vector<int>{6, 7});

@@ -2,9 +2,9 @@
 // bf16/fp16/fp32 against a local recomputation in rank order, the in-place conventions, and the timeout that turns a
 // rank which never joins into an error naming the op and the missing rank.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <mpi.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
 #include <vector>
