@@ -53,6 +53,8 @@ cfg("ref2", 2, ga=2)
 cfg("ref4", 2, ga=4)
 cfg("ref3", 2, ga=3)
 cfg("ref5", 2, ga=5)
+for n, a in {"g3z0": (0,), "g3z1cpu": (1, "cpu"), "g3z2cpu": (2, "cpu"), "g3z3cpu": (3, "cpu", "cpu")}.items():
+    cfg(n, *a, ga=3)
 cfg("z2ga2", 2, ga=2)
 cfg("z2cpuga2", 2, "cpu", ga=2)
 cfg("z3cpuga2", 3, "cpu", "cpu", ga=2)
@@ -88,6 +90,9 @@ train 2 fp16 fp16-np2
 # one broadcast per owner) and stage 3 pads; the stages still agree with each other bit for bit (same reduction).
 train 1 ref5 ref5
 for c in z1cpu z2 z3nvme; do train 5 $c five-$c; done
+# GA 3 per rank: stages 0-1 reduce the accumulated gradient once at the boundary, stages 2-3 reduce every
+# micro-step's gradient and accumulate the reduced partitions (DeepSpeed's order): each pair agrees bitwise.
+for c in g3z0 g3z1cpu g3z2cpu g3z3cpu; do train 2 $c ga3-$c; done
 
 python3 - "$tmp" <<'PY' || err "losses differ (see above)"
 import json, sys, glob, os
@@ -125,6 +130,11 @@ compare("fp16-np2", "fp16-ref2", 1e-4)
 compare("five-z2", "five-z1cpu", 0)
 compare("five-z3nvme", "five-z1cpu", 0)
 compare("five-z1cpu", "ref5", 1e-4)
+compare("ga3-g3z1cpu", "ga3-g3z0", 0)
+compare("ga3-g3z3cpu", "ga3-g3z2cpu", 0)
+compare("ga3-g3z2cpu", "ga3-g3z0", 1e-4)
+if losses(f"{t}/ga3-g3z2cpu")[0] == losses(f"{t}/ga3-g3z0")[0]:
+    print("GA 3: stages 0-1 and 2-3 should differ in the last bits (a different association)"); bad += 1
 # The partitions are real: a stage-3 offload rank holds about half the one-rank run's CPU bytes.
 one = json.load(open(f"{t}/ref2-z3cpu"))["summary"]["peak_bytes"]["cpu"]
 for p in json.load(open(f"{t}/np2-z3cpu"))["summary"]["per_rank_peak_bytes"]:
