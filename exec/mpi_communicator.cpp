@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -200,9 +201,7 @@ class Mpi : public Communicator {
                                       "): the MPI communicator is unusable after an earlier "
                                       "timeout on rank " +
                                       std::to_string(rank_)};
-    if (bytes < 0 || bytes > INT_MAX)
-      return Error{ErrorKind::unsupported, c.op_name + " (" + kind + "): " + std::to_string(bytes) +
-                                               " bytes per rank; the MPI communicator sends at most 2 GiB per message"};
+    if (bytes < 0) return Error{ErrorKind::internal, c.op_name + " (" + kind + "): negative size"};
     tag_ = static_cast<int>(seq_ % 32767);
     ++seq_;
     return {};
@@ -214,9 +213,29 @@ class Mpi : public Communicator {
     return true;
   }
 
+  // A message of `bytes`, in pieces of at most max_message_bytes (a zero-byte message is one piece).
+  template <class Post>
+  Status pieces(int64_t bytes, Post post) {
+    const int64_t max = std::clamp<int64_t>(o_.max_message_bytes, 1, INT_MAX);
+    int64_t off = 0;
+    do {
+      const int64_t n = std::min(max, bytes - off);
+      ZS_TRY(post(off, static_cast<int>(n)));
+      off += n;
+    } while (off < bytes);
+    return {};
+  }
   Status isend(Pending& p, const void* buf, int64_t bytes, int to, const CollectiveCall& c) {
+    return pieces(
+        bytes, [&](int64_t off, int n) { return isend1(p, static_cast<const unsigned char*>(buf) + off, n, to, c); });
+  }
+  Status irecv(Pending& p, void* buf, int64_t bytes, int from, const CollectiveCall& c) {
+    return pieces(bytes,
+                  [&](int64_t off, int n) { return irecv1(p, static_cast<unsigned char*>(buf) + off, n, from, c); });
+  }
+  Status isend1(Pending& p, const void* buf, int bytes, int to, const CollectiveCall& c) {
     MPI_Request r;
-    const int rc = MPI_Isend(buf, static_cast<int>(bytes), MPI_BYTE, to, tag_, comm_, &r);
+    const int rc = MPI_Isend(buf, bytes, MPI_BYTE, to, tag_, comm_, &r);
     if (rc != MPI_SUCCESS)
       return Error{ErrorKind::io, c.op_name + ": MPI_Isend to rank " + std::to_string(to) + " failed on rank " +
                                       std::to_string(rank_) + ": " + mpi_error(rc)};
@@ -224,9 +243,9 @@ class Mpi : public Communicator {
     p.from.push_back(-1);
     return {};
   }
-  Status irecv(Pending& p, void* buf, int64_t bytes, int from, const CollectiveCall& c) {
+  Status irecv1(Pending& p, void* buf, int bytes, int from, const CollectiveCall& c) {
     MPI_Request r;
-    const int rc = MPI_Irecv(buf, static_cast<int>(bytes), MPI_BYTE, from, tag_, comm_, &r);
+    const int rc = MPI_Irecv(buf, bytes, MPI_BYTE, from, tag_, comm_, &r);
     if (rc != MPI_SUCCESS)
       return Error{ErrorKind::io, c.op_name + ": MPI_Irecv from rank " + std::to_string(from) + " failed on rank " +
                                       std::to_string(rank_) + ": " + mpi_error(rc)};

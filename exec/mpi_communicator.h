@@ -42,6 +42,8 @@ class MpiRuntime {
 };
 
 struct MpiCommunicatorOptions : CommunicatorOptions {
+  // Messages longer than this are sent as several (MPI counts are int; matching keeps their order).
+  int64_t max_message_bytes = int64_t{1} << 30;
   // For tests only: rank skip_rank leaves out its skip_call-th collective (0-based): it waits skip_hang_s (a hung
   // rank) and returns without taking part, so the others' deadline fires. -1: never.
   int skip_rank = -1;

@@ -15,8 +15,10 @@ using namespace zs::exec;
 
 namespace {
 
-std::unique_ptr<Communicator> comm(double timeout_s = 30, int skip_rank = -1, int64_t skip_call = -1) {
+std::unique_ptr<Communicator> comm(double timeout_s = 30, int skip_rank = -1, int64_t skip_call = -1,
+                                   int64_t max_message_bytes = int64_t{1} << 30) {
   MpiCommunicatorOptions o;
+  o.max_message_bytes = max_message_bytes;
   o.timeout_s = timeout_s;
   o.skip_rank = skip_rank;
   o.skip_call = skip_call;
@@ -55,8 +57,8 @@ T expect(int world, int64_t i, bool avg) {
 }
 
 template <class T>
-void check_collectives(DType d) {
-  auto c = comm();
+void check_collectives(DType d, int64_t max_message_bytes) {
+  auto c = comm(30, -1, -1, max_message_bytes);
   const int W = c->world(), r = c->rank();
   const int64_t n = 37;
   // all-gather, in place and not.
@@ -93,9 +95,11 @@ void check_collectives(DType d) {
 }  // namespace
 
 TEST_CASE("mpi: collectives in rank order, bf16 / fp16 / fp32") {
-  check_collectives<bf16_t>(DType::bf16);
-  check_collectives<fp16_t>(DType::fp16);
-  check_collectives<float>(DType::fp32);
+  for (int64_t max_msg : {int64_t{1} << 30, int64_t{10}}) {  // 10 B: every message in several pieces
+    check_collectives<bf16_t>(DType::bf16, max_msg);
+    check_collectives<fp16_t>(DType::fp16, max_msg);
+    check_collectives<float>(DType::fp32, max_msg);
+  }
 }
 
 TEST_CASE("mpi: bf16 sums depend on the order, and the order is the rank order") {
