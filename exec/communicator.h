@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "exec/dtype.h"
@@ -63,5 +64,14 @@ class Communicator {
 };
 
 std::unique_ptr<Communicator> make_single_rank_communicator();
+
+// The multi-rank reduction: out[i] = in[0][i] ⊕ in[1][i] ⊕ … in rank order, one rounded add at a time in t (avg:
+// each contribution / world first, world = in.size()). out may be one of the inputs.
+void reduce_rank_order(DType t, void* out, const std::vector<const void*>& in, int64_t count, ReduceOp op);
+
+// `world` communicators whose ranks are threads of this process ([r] is rank r; each rank's calls come from its
+// own threads): the MPI communicator's semantics — rank-order reductions, a deadline naming the ranks that did
+// not arrive — without MPI, for tests of several engines in one process. They share state; keep all alive.
+std::vector<std::unique_ptr<Communicator>> make_thread_group(int world, const CommunicatorOptions& o = {});
 
 }  // namespace zs::exec

@@ -214,6 +214,8 @@ Result<std::vector<uint16_t>> Engine::lp_params_bits() const {
   Impl& I = *impl_;
   ZS_TRY(I.dev->synchronize());
   if (I.lp != 2) return core::bad_input("lp_params_bits: the model is fp32");
+  if (I.stage == 3 && I.world > 1)
+    return core::Error{core::ErrorKind::unsupported, "lp_params_bits: a ZeRO-3 rank holds only its partitions"};
   std::vector<uint16_t> out;
   for (const ParamRt& r : I.params) {
     std::vector<uint16_t> v(static_cast<size_t>(r.numel));

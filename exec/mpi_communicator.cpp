@@ -26,30 +26,6 @@ std::string mpi_error(int rc) {
   return std::string(buf, static_cast<size_t>(len));
 }
 
-// out[i] = x_0[i] ⊕ x_1[i] ⊕ ... in rank order, one rounded add at a time in T (avg: each x / world first).
-template <class T>
-void reduce_in_order(T* out, const std::vector<const T*>& in, int64_t n, bool avg) {
-  const float w = static_cast<float>(in.size());
-  for (int64_t i = 0; i < n; ++i) {
-    float acc = 0;
-    for (size_t q = 0; q < in.size(); ++q) {
-      float x = to_f32(in[q][i]);
-      if (avg) x = round_to<T>(x / w);
-      acc = q == 0 ? x : round_to<T>(acc + x);
-    }
-    out[i] = from_f32<T>(acc);
-  }
-}
-
-void reduce_dtype(DType t, void* out, const std::vector<const void*>& in, int64_t n, bool avg) {
-  dispatch(t, [&](auto tag) {
-    using T = decltype(tag);
-    std::vector<const T*> p;
-    for (const void* x : in) p.push_back(static_cast<const T*>(x));
-    reduce_in_order<T>(static_cast<T*>(out), p, n, avg);
-  });
-}
-
 class Mpi : public Communicator {
  public:
   Mpi(MPI_Comm comm, int rank, int world, const MpiCommunicatorOptions& o)
@@ -100,7 +76,7 @@ class Mpi : public Communicator {
     if (b > 0) std::memcpy(scratch_.data() + rank_ * b, s + rank_ * b, static_cast<size_t>(b));
     std::vector<const void*> in;
     for (int q = 0; q < world_; ++q) in.push_back(scratch_.data() + q * b);
-    reduce_dtype(t, recv, in, count, op == ReduceOp::avg);
+    reduce_rank_order(t, recv, in, count, op);
     return {};
   }
 
@@ -112,7 +88,7 @@ class Mpi : public Communicator {
     ZS_TRY(gather_all(buf, b, c, "all_reduce"));
     std::vector<const void*> in;
     for (int q = 0; q < world_; ++q) in.push_back(scratch_.data() + q * b);
-    reduce_dtype(t, buf, in, count, op == ReduceOp::avg);
+    reduce_rank_order(t, buf, in, count, op);
     return {};
   }
 
@@ -136,7 +112,7 @@ class Mpi : public Communicator {
     if (b > 0) std::memcpy(scratch_.data() + rank_ * b, buf, static_cast<size_t>(b));
     std::vector<const void*> in;
     for (int q = 0; q < world_; ++q) in.push_back(scratch_.data() + q * b);
-    reduce_dtype(t, buf, in, count, op == ReduceOp::avg);
+    reduce_rank_order(t, buf, in, count, op);
     return {};
   }
 
