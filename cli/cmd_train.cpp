@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
@@ -19,11 +21,15 @@
 #include "core/memory.h"
 #include "core/plan.h"
 #include "core/trace.h"
+#include "exec/affinity.h"
 #include "exec/checkpoint.h"
 #include "exec/data.h"
 #include "exec/engine.h"
 #include "exec/host_device.h"
 #include "exec/host_probe.h"
+#ifdef ZEROSIM_HAVE_MPI
+#include "exec/mpi_communicator.h"
+#endif
 
 namespace zs::cli {
 namespace {
@@ -46,6 +52,8 @@ struct Opts {
   int cpu_adam_threads = 0;
   int64_t swap_chunk = 0;
   std::string device_profile;
+  double comm_timeout_s = 300;
+  bool bind_cores = false;
 };
 
 ordered_json tiers_json(const std::array<int64_t, 3>& b) { return {{"gpu", b[0]}, {"cpu", b[1]}, {"nvme", b[2]}}; }
@@ -96,13 +104,120 @@ int report_not_fitting(const Opts& o, const Inputs& in, const core::Plan& plan) 
 
 std::string bytes(int64_t b) { return b == 0 ? std::string("0") : core::format_bytes(b); }
 
+// The data-parallel group: MPI when launched by mpirun (or srun/PMI), else one rank.
+struct Group {
+#ifdef ZEROSIM_HAVE_MPI
+  std::unique_ptr<exec::MpiRuntime> mpi;  // declared first: finalised after the communicator is gone
+#endif
+  std::unique_ptr<exec::Communicator> comm;
+  int rank = 0, world = 1, local_rank = 0, local_size = 1;
+  // After a failure on one rank the others may wait in a collective: stop them all (MPI_Abort), never hang.
+  [[noreturn]] void abort(int code) const {
+#ifdef ZEROSIM_HAVE_MPI
+    if (mpi) mpi->abort(code);
+#endif
+    std::exit(code);
+  }
+};
+
+core::Result<Group> make_group(const Opts& o) {
+  Group g;
+#ifdef ZEROSIM_HAVE_MPI
+  if (exec::launched_under_mpi()) {
+    auto rt = exec::MpiRuntime::init(nullptr, nullptr);
+    if (!rt) return rt.error();
+    g.mpi = std::move(*rt);
+    exec::MpiCommunicatorOptions mo;
+    mo.timeout_s = o.comm_timeout_s;
+    // For tests only: ZEROSIM_TEST_SKIP_COLLECTIVE=RANK:CALL[:HANG_S] makes RANK hang HANG_S seconds at its
+    // CALL-th collective (0-based) and leave it out (tests/cli/mpi_train.sh).
+    if (const char* sk = std::getenv("ZEROSIM_TEST_SKIP_COLLECTIVE")) {
+      int r = -1;
+      long long c = -1;
+      double h = 0;
+      if (std::sscanf(sk, "%d:%lld:%lf", &r, &c, &h) >= 2) {
+        mo.skip_rank = r;
+        mo.skip_call = c;
+        mo.skip_hang_s = h;
+      }
+    }
+    auto c = exec::make_mpi_communicator(mo);
+    if (!c) return c.error();
+    g.comm = std::move(*c);
+    g.rank = g.mpi->rank();
+    g.world = g.mpi->world();
+    g.local_rank = g.mpi->local_rank();
+    g.local_size = g.mpi->local_size();
+    return g;
+  }
+#else
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* n = std::getenv(v); n && std::atoi(n) > 1)
+      return core::bad_input(std::string("launched with ") + v + "=" + n +
+                             ", but this build has no MPI (CMake found none): it would train " + n +
+                             " independent copies");
+#endif
+  g.comm = exec::make_single_rank_communicator();
+  return g;
+}
+
+// Per-tier peaks of every rank (each rank's three int64 as raw bytes through an all-gather: a copy, exact).
+std::vector<std::array<int64_t, 3>> gather_peaks(exec::Communicator& c, const std::array<int64_t, 3>& mine,
+                                                 core::Status& st) {
+  std::vector<std::array<int64_t, 3>> all(static_cast<size_t>(c.world()));
+  all[static_cast<size_t>(c.rank())] = mine;
+  st = c.all_gather(all.data(), all.data() + c.rank(), 6, exec::DType::fp32, {.op_name = "peak memory"});
+  return all;
+}
+std::array<int64_t, 3> max_peaks(const std::vector<std::array<int64_t, 3>>& all) {
+  std::array<int64_t, 3> m{};
+  for (const auto& a : all)
+    for (size_t t = 0; t < 3; ++t) m[t] = std::max(m[t], a[t]);
+  return m;
+}
+
 void run_train(const Opts& o, int& exit_code) {
+  auto group = make_group(o);
+  if (!group) {
+    std::cerr << "zerosim train: " << group.error().message << "\n";
+    exit_code = group.error().kind == core::ErrorKind::bad_input ? 2 : 3;
+    return;
+  }
+  Group& G = *group;
+  const bool lead = G.rank == 0;  // rank 0 prints; every rank reports its own errors
+  const std::string who = G.world > 1
+                              ? "zerosim train [rank " + std::to_string(G.rank) + "/" + std::to_string(G.world) + "]: "
+                              : "zerosim train: ";
+  bool engine_started = false;
   auto fail = [&](const std::string& msg, int code) {
-    std::cerr << "zerosim train: " << msg << "\n";
+    std::cerr << who << msg << "\n";
+    std::cerr.flush();
     exit_code = code;
+    if (G.world > 1 && engine_started) {
+      std::cerr << who << "stopping every rank (MPI_Abort)\n";
+      std::cerr.flush();
+      G.abort(code);
+    }
   };
-  auto in = load_inputs(o.in);
+  if (o.comm_timeout_s <= 0) return fail("--comm-timeout-s must be > 0", 2);
+  InputFlags flags = o.in;
+  if (G.world > 1 && flags.nodes == 0 && flags.gpus_per_node == 0) {
+    // One rank per GPU: as many nodes as ranks with the hardware profile's GPUs each (the host device: one).
+    auto hw = core::load_hardware(flags.hardware);
+    const int64_t g = hw ? std::max<int64_t>(1, std::gcd<int64_t>(G.world, hw->gpus_per_node)) : 1;
+    flags.gpus_per_node = g;
+    flags.nodes = G.world / g;
+  }
+  auto in = load_inputs(flags);
   if (!in) return fail(in.error().message, exit_code_for(in.error()));
+  if (in->strategy.world() != G.world)
+    return fail("--nodes x --gpus-per-node = " + std::to_string(in->strategy.world()) + " ranks, but mpirun started " +
+                    std::to_string(G.world),
+                2);
+  if (G.world > 1 && (!o.checkpoint.empty() || o.resume))
+    return fail("--checkpoint/--resume with more than one rank is not supported yet", 2);
+  if (G.world > 1 && !o.device_profile.empty())
+    return fail("--write-device-profile measures one process: run it without mpirun", 2);
   if (o.device != "host")
     return fail("--device " + o.device + ": this build has the host device only (the CUDA device comes with issue 7)",
                 2);
@@ -132,6 +247,14 @@ void run_train(const Opts& o, int& exit_code) {
     corpus = exec::synthetic_corpus(o.data_bytes, o.seed);
   }
 
+  std::string binding;
+  int adam_threads = o.cpu_adam_threads;
+  if (o.bind_cores) {  // before the device and the engine start their threads: they inherit the set
+    auto b = exec::bind_cores_to_rank(G.local_rank, G.local_size);
+    if (!b) return fail(b.error().message, 3);
+    binding = b->text;
+    if (adam_threads <= 0) adam_threads = static_cast<int>(b->cores.size());
+  }
   auto dev = exec::make_host_device({.memory_bytes = in->hardware.gpu.memory_bytes()});
   if (!o.device_profile.empty()) {
     auto hp = exec::probe_host_device(in->model, in->strategy, check);
@@ -146,25 +269,25 @@ void run_train(const Opts& o, int& exit_code) {
                   hp->gemm_flops_per_s / 1e9, mb, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel, o.device_profile.c_str());
     }
   }
-  auto comm = exec::make_single_rank_communicator();
   exec::EngineOptions eo;
   eo.schedule = po.schedule;
   eo.seed = o.seed;
-  eo.cpu_adam_threads = o.cpu_adam_threads;
+  eo.cpu_adam_threads = adam_threads;
   eo.swap_chunk_bytes = o.swap_chunk;
-  auto engine = exec::Engine::create(in->model, in->hardware, in->strategy, *dev, *comm, eo);
+  engine_started = true;  // from here a failing rank may leave others in a collective
+  auto engine = exec::Engine::create(in->model, in->hardware, in->strategy, *dev, *G.comm, eo);
   if (!engine) return fail(engine.error().message, exit_code_for(engine.error()));
   exec::Engine& e = **engine;
   exec::DataLoader data(corpus, in->strategy.micro_batch_per_gpu, in->strategy.run.seq_len, o.seed);
   if (o.resume) {
     core::Status s = e.load_checkpoint(o.checkpoint, data);
     if (!s.ok()) return fail(s.message(), exit_code_for(s.error()));
-    if (!o.json)
+    if (!o.json && lead)
       std::printf("resumed from %s at step %lld\n", o.checkpoint.c_str(), static_cast<long long>(e.steps_done()));
   }
 
   const auto& st = in->strategy;
-  if (!o.json) {
+  if (!o.json && lead) {
     std::printf("%s on %s (%s device), %s, ZeRO-%d, optimizer %s, params %s, %s, schedule %s\n", in->model.name.c_str(),
                 in->hardware.name.c_str(), o.device.c_str(), st.source.c_str(), st.zero.stage,
                 core::to_string(st.zero.offload_optimizer.device).c_str(),
@@ -174,7 +297,15 @@ void run_train(const Opts& o, int& exit_code) {
                 corpus.source.c_str(), corpus.bytes.size(), corpus.unigram_entropy_nats,
                 static_cast<long long>(st.micro_batch_per_gpu), static_cast<long long>(st.run.seq_len),
                 static_cast<long long>(st.gradient_accumulation_steps));
+    if (G.world > 1)
+      std::printf(
+          "%d data-parallel ranks (MPI, collective timeout %g s): rank r trains on micro-batches r*GA .. "
+          "r*GA+GA-1 of each step's %lld; global batch %lld sequences\n",
+          G.world, o.comm_timeout_s, static_cast<long long>(G.world * st.gradient_accumulation_steps),
+          static_cast<long long>(G.world * st.gradient_accumulation_steps * st.micro_batch_per_gpu));
   }
+  if (!binding.empty())  // every rank says where it runs (stderr: stdout is rank 0's, and may be JSON)
+    std::fprintf(stderr, "bind-cores-to-rank: %s; CPU Adam threads %d\n", binding.c_str(), adam_threads);
   ordered_json steps = ordered_json::array();
   double time_sum = 0, first_loss = 0, last_loss = 0;
   int64_t tokens = 0, done = 0;
@@ -199,13 +330,19 @@ void run_train(const Opts& o, int& exit_code) {
       return fail("step " + std::to_string(start + i) + " failed: " + r.error().message + where, 3);
     }
     ++done;
+    core::Status gs;
+    const auto rank_peaks = gather_peaks(*G.comm, r->peak_bytes, gs);
+    if (!gs.ok()) return fail("step " + std::to_string(start + i) + " failed: " + gs.message(), 3);
+    r->peak_bytes = max_peaks(rank_peaks);  // the max over ranks
+    r->tokens *= G.world;                   // the global batch's tokens
     if (want_trace && (i > 0 || o.steps == 1)) traces.push_back({r->step_time_s, e.last_trace()});
     time_sum += r->step_time_s;
     tokens += r->tokens;
     if (i == 0) first_loss = r->loss;
     last_loss = r->loss;
     const double tps = static_cast<double>(r->tokens) / r->step_time_s;
-    if (o.json) {
+    if (!lead) {
+    } else if (o.json) {
       steps.push_back(
           {{"step", r->step},
            {"loss", r->loss},
@@ -227,7 +364,7 @@ void run_train(const Opts& o, int& exit_code) {
   }
   if (!o.checkpoint.empty() && !save()) return;
 
-  if (want_trace && !traces.empty()) {
+  if (want_trace && !traces.empty() && lead) {  // rank 0's trace (ranks are symmetric)
     std::sort(traces.begin(), traces.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     core::Trace t = std::move(traces[traces.size() / 2].second);
     t.provenance = provenance_for(*in, command_line(o, *in));
@@ -238,9 +375,14 @@ void run_train(const Opts& o, int& exit_code) {
       if (!w.ok()) return fail(w.message(), 3);
     }
   }
-  const exec::MeasuredMemory mm = e.memory();
+  exec::MeasuredMemory mm = e.memory();
+  core::Status gs;
+  const auto rank_peaks = gather_peaks(*G.comm, mm.peak_bytes, gs);
+  if (!gs.ok()) return fail(gs.message(), 3);
+  mm.peak_bytes = max_peaks(rank_peaks);
   const core::Plan& plan = e.plan();
-  if (o.json) {
+  if (!lead) {
+  } else if (o.json) {
     ordered_json j;
     j["model"] = in->model.name;
     j["hardware"] = in->hardware.name;
@@ -263,6 +405,10 @@ void run_train(const Opts& o, int& exit_code) {
                     {"static_bytes", tiers_json(mm.static_bytes)},
                     {"plan_static_bytes", tiers_json(plan.static_bytes)},
                     {"engine_extras_bytes", ex}};
+    j["ranks"] = G.world;
+    ordered_json pr = ordered_json::array();
+    for (const auto& p : rank_peaks) pr.push_back(tiers_json(p));
+    j["summary"]["per_rank_peak_bytes"] = pr;
     j["notes"] = e.notes();
     j["warnings"] = dev->warnings();
     std::cout << j.dump(2) << "\n";
@@ -271,9 +417,14 @@ void run_train(const Opts& o, int& exit_code) {
                 static_cast<long long>(done), first_loss, last_loss, corpus.unigram_entropy_nats,
                 done ? 1e3 * time_sum / static_cast<double>(done) : 0.0,
                 time_sum > 0 ? static_cast<double>(tokens) / time_sum : 0.0);
-    std::printf("peak memory      gpu %s (plan %s)  cpu %s (plan %s)  nvme %s (plan %s)\n",
-                bytes(mm.peak_bytes[0]).c_str(), bytes(plan.peak_bytes[0]).c_str(), bytes(mm.peak_bytes[1]).c_str(),
-                bytes(plan.peak_bytes[1]).c_str(), bytes(mm.peak_bytes[2]).c_str(), bytes(plan.peak_bytes[2]).c_str());
+    if (G.world > 1)
+      for (size_t q = 0; q < rank_peaks.size(); ++q)
+        std::printf("rank %zu peak     gpu %s  cpu %s  nvme %s\n", q, bytes(rank_peaks[q][0]).c_str(),
+                    bytes(rank_peaks[q][1]).c_str(), bytes(rank_peaks[q][2]).c_str());
+    std::printf("peak memory%s gpu %s (plan %s)  cpu %s (plan %s)  nvme %s (plan %s)\n",
+                G.world > 1 ? " (max)" : "     ", bytes(mm.peak_bytes[0]).c_str(), bytes(plan.peak_bytes[0]).c_str(),
+                bytes(mm.peak_bytes[1]).c_str(), bytes(plan.peak_bytes[1]).c_str(), bytes(mm.peak_bytes[2]).c_str(),
+                bytes(plan.peak_bytes[2]).c_str());
     for (const auto& [k, v] : mm.extras) std::printf("engine buffer    %s: %s\n", k.c_str(), bytes(v).c_str());
     for (const auto& n : e.notes()) std::printf("note: %s\n", n.c_str());
     for (const auto& w : dev->warnings()) std::printf("warning: %s\n", w.c_str());
@@ -287,7 +438,10 @@ void run_train(const Opts& o, int& exit_code) {
 
 void add_train(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<Opts>();
-  auto* sub = app.add_subcommand("train", "train a GPT by executing the Plan (ZeRO-Offload/Infinity on this machine)");
+  auto* sub = app.add_subcommand(
+      "train",
+      "train a GPT by executing the Plan (ZeRO-Offload/Infinity on this machine); under `mpirun -np N` with N "
+      "data-parallel ranks (MPI collectives, rank 0 prints)");
   add_input_flags(*sub, o->in);
   sub->add_option("--device", o->device, "where the GPU work runs: host (a CPU stand-in with the profile's GPU memory)")
       ->capture_default_str();
@@ -310,6 +464,13 @@ void add_train(CLI::App& app, int& exit_code) {
   sub->add_option(
       "--swap-chunk-bytes", o->swap_chunk,
       "NVMe I/O chunk (default: the ds_config's aio.block_size); the swapper keeps one bounce buffer of it");
+  sub->add_option("--comm-timeout-s", o->comm_timeout_s,
+                  "under mpirun: a collective not complete within this many seconds fails with the op and the "
+                  "missing ranks named, and every rank stops (MPI_Abort)")
+      ->capture_default_str();
+  sub->add_flag("--bind-cores-to-rank", o->bind_cores,
+                "pin each rank (its CPU Adam threads included) to a disjoint set of this node's CPUs (DeepSpeed's "
+                "--bind_cores_to_rank); more ranks than CPUs share one core each");
   sub->add_option("--write-device-profile", o->device_profile,
                   "measure the host device's kernels (GEMM, memory-bound, copies) at this model's shapes and write "
                   "--hardware with those figures to FILE.json, for `simulate` (docs/ENGINE.md)");

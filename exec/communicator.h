@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "exec/dtype.h"
@@ -20,6 +21,10 @@ using core::Status;
 
 enum class ReduceOp : uint8_t { sum, avg };
 
+// Reductions of the multi-rank implementations run in a fixed rank order, one rounded add at a time in the dtype
+// (exactly as grad_accumulate rounds): acc = x_0, acc = round(acc + x_1), ... — so every rank gets the same bits
+// and a run is reproducible. avg divides each contribution by world first (DeepSpeed pre-divides gradients),
+// which for a power-of-two world is exact, so avg then equals sum / world bit for bit.
 // Per call: what the collective is for (error messages), and the stream it is ordered on (NCCL: a
 // cudaStream_t from Stream::native_handle(); MPI and single-rank calls are blocking and ignore it).
 struct CollectiveCall {
@@ -45,6 +50,13 @@ class Communicator {
   virtual Status reduce_scatter(void* recv, const void* send, int64_t count, DType t, ReduceOp op,
                                 const CollectiveCall& c) = 0;
   virtual Status all_reduce(void* buf, int64_t count, DType t, ReduceOp op, const CollectiveCall& c) = 0;
+  // buf [count] on `root` ← reduction over ranks of every rank's buf (other ranks' buf is left as it was, or, in
+  // this default, reduced too): DeepSpeed's stage 1-2 bucket reduction to each partition's owner. The default is
+  // an all-reduce (the same values, more bytes); MPI overrides it with a real reduce.
+  virtual Status reduce(void* buf, int64_t count, DType t, ReduceOp op, int root, const CollectiveCall& c) {
+    (void)root;
+    return all_reduce(buf, count, t, op, c);
+  }
   // Doubles (gradient-norm partial sums, overflow flags) reduced in rank order.
   virtual Status all_reduce_f64(double* buf, int64_t count, ReduceOp op, const CollectiveCall& c) = 0;
   virtual Status broadcast(void* buf, int64_t bytes, int root, const CollectiveCall& c) = 0;
@@ -52,5 +64,14 @@ class Communicator {
 };
 
 std::unique_ptr<Communicator> make_single_rank_communicator();
+
+// The multi-rank reduction: out[i] = in[0][i] ⊕ in[1][i] ⊕ … in rank order, one rounded add at a time in t (avg:
+// each contribution / world first, world = in.size()). out may be one of the inputs.
+void reduce_rank_order(DType t, void* out, const std::vector<const void*>& in, int64_t count, ReduceOp op);
+
+// `world` communicators whose ranks are threads of this process ([r] is rank r; each rank's calls come from its
+// own threads): the MPI communicator's semantics — rank-order reductions, a deadline naming the ranks that did
+// not arrive — without MPI, for tests of several engines in one process. They share state; keep all alive.
+std::vector<std::unique_ptr<Communicator>> make_thread_group(int world, const CommunicatorOptions& o = {});
 
 }  // namespace zs::exec

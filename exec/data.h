@@ -5,6 +5,8 @@
 //   Corpus c = synthetic_corpus(1 << 20, /*seed=*/1);        // c.unigram_entropy_nats ≈ 2.9
 //   DataLoader dl(c, /*batch=*/4, /*seq=*/64, /*seed=*/1);
 //   dl.next(tokens, targets);                                // [B·T] each; targets are tokens shifted by one
+// With N data-parallel ranks every rank draws all N·GA micro-batches of a step from its identically seeded loader
+// and trains on micro-batches r·GA .. r·GA+GA−1 (Engine::step; docs/ENGINE.md "Several ranks").
 #pragma once
 
 #include <cstdint>

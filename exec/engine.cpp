@@ -125,7 +125,8 @@ Status Engine::Impl::compute_scalars(Scalars& sc) {
   if (sc.ready) return {};
   double total = 0;
   for (const auto& p : params) total += p.sumsq;
-  ZS_TRY(comm->all_reduce_f64(&total, 1, ReduceOp::sum, {.op_name = "gradient norm"}));
+  // Stages 1-3 hold disjoint partitions (Σ over ranks, in rank order); stage 0's gradients are whole on every rank.
+  if (stage >= 1) ZS_TRY(comm->all_reduce_f64(&total, 1, ReduceOp::sum, {.op_name = "gradient norm"}));
   sc.norm = std::sqrt(total);
   sc.overflow = !std::isfinite(total);
   sc.loss_scale = scaler.scale;
@@ -180,7 +181,16 @@ Result<StepResult> Engine::Impl::step(DataLoader& data) {
   const int64_t N = model->tokens();
   micro_tokens.assign(static_cast<size_t>(ga), std::vector<int32_t>(static_cast<size_t>(2 * N)));
   micro_loss.assign(static_cast<size_t>(ga), 0.0);
-  for (auto& mt : micro_tokens) data.next(mt.data(), mt.data() + N);
+  // Data-parallel sharding: a step's global batch is world · GA micro-batches drawn in order from the (identically
+  // seeded) loader on every rank; rank r trains on micro-batches r·GA .. r·GA + GA − 1 of them. So world ranks with
+  // GA g see exactly the micro-batches a one-rank run with GA world·g sees, in the same order.
+  {
+    std::vector<int32_t> skip(static_cast<size_t>(2 * N));
+    for (int64_t m = 0; m < world * ga; ++m) {
+      int32_t* dst = m / ga == rank ? micro_tokens[static_cast<size_t>(m % ga)].data() : skip.data();
+      data.next(dst, dst + N);
+    }
+  }
   seen_compute = false;
   norm_issued = false;
   t0 = std::chrono::steady_clock::now();
@@ -208,6 +218,10 @@ Result<StepResult> Engine::Impl::step(DataLoader& data) {
   r.step = step_index;
   for (double l : micro_loss) r.loss += l;
   r.loss /= static_cast<double>(ga);
+  if (world > 1) {  // the global batch's mean loss: Σ over ranks in rank order, / world
+    ZS_TRY(comm->all_reduce_f64(&r.loss, 1, ReduceOp::sum, {.op_name = "step loss"}));
+    r.loss /= static_cast<double>(world);
+  }
   r.loss_scale = scaler.scale;
   r.tokens = N * ga;
   r.step_time_s = step_time;

@@ -57,6 +57,9 @@ const void* lp_source(const ParamRt& r) { return r.lp_full ? r.lp_full : r.lp_pa
 
 Status Engine::save_checkpoint(const std::string& dir, const DataLoader& data) const {
   Impl& I = *impl_;
+  if (I.world > 1)
+    return core::Error{core::ErrorKind::unsupported,
+                       "checkpoints of a multi-rank run (one folder per rank's partitions) are not supported yet"};
   ZS_TRY(I.dev->synchronize());
   const int64_t state_b = I.s.bf16.bf16_optimizer_states ? 2 : 4;
   const std::string sdt = state_b == 2 ? "bf16" : "fp32";
@@ -120,6 +123,9 @@ Status Engine::save_checkpoint(const std::string& dir, const DataLoader& data) c
 
 Status Engine::load_checkpoint(const std::string& dir, DataLoader& data) {
   Impl& I = *impl_;
+  if (I.world > 1)
+    return core::Error{core::ErrorKind::unsupported,
+                       "checkpoints of a multi-rank run (one folder per rank's partitions) are not supported yet"};
   ZS_TRY(I.dev->synchronize());
   auto c = open_checkpoint(dir);
   if (!c) return c.error();
@@ -208,6 +214,8 @@ Result<std::vector<uint16_t>> Engine::lp_params_bits() const {
   Impl& I = *impl_;
   ZS_TRY(I.dev->synchronize());
   if (I.lp != 2) return core::bad_input("lp_params_bits: the model is fp32");
+  if (I.stage == 3 && I.world > 1)
+    return core::Error{core::ErrorKind::unsupported, "lp_params_bits: a ZeRO-3 rank holds only its partitions"};
   std::vector<uint16_t> out;
   for (const ParamRt& r : I.params) {
     std::vector<uint16_t> v(static_cast<size_t>(r.numel));

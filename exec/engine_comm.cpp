@@ -17,6 +17,14 @@ using core::TensorKind;
 
 // --- collectives -----------------------------------------------------------------------------------------------
 
+namespace {
+struct Padded {  // a persistent parameter's full copy and its partition
+  void* full;
+  const void* part_src;
+  int64_t numel, part;
+};
+}  // namespace
+
 Status Engine::Impl::op_allgather(const core::Op& op) {
   std::vector<uint64_t> reads, writes;
   Keep keep;
@@ -32,33 +40,67 @@ Status Engine::Impl::op_allgather(const core::Op& op) {
     for (size_t p = a; p < b; ++p) {
       ParamRt& r = params[p];
       if (r.persistent) continue;
-      if (!r.gathered) {
-        auto buf = alloc_gpu(lp * r.numel, "gathered params");
+      if (!r.gathered) {  // world · part elements: the all-gather fills every rank's padded slice
+        auto buf = alloc_gpu(lp * world * r.part, "gathered params");
         if (!buf) return buf.error();
         r.gathered = std::make_shared<Buffer>(std::move(*buf));
       }
       keep.push_back(r.gathered);
       writes.push_back(rid(Res::gathered, static_cast<int64_t>(p)));
       if (r.lp_home == Tier::gpu) {
-        copies.push_back({r.gathered->data(), r.lp_part, r.part * lp});
+        copies.push_back({bytes_of(r.gathered->data()) + r.part_start * lp, r.lp_part, r.part * lp});
         reads.push_back(rid(Res::lp, static_cast<int64_t>(p)));
       }
       gathers.push_back({r.gathered->data(), r.part});
     }
   } else if (op.tensor < 0) {  // ZeRO-3 _post_step: persistent parameters from their updated partitions
+    // The full copy holds numel elements, the gather world · part: through a padded staging buffer (host memory
+    // of the work; persistent parameters are small by definition).
+    std::vector<Padded> padded;
     for (size_t p = 0; p < params.size(); ++p) {
       ParamRt& r = params[p];
       if (!r.persistent || !r.lp_part) continue;
-      copies.push_back({r.lp_full, r.lp_part, r.part * lp});
       writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
-      gathers.push_back({r.lp_full, r.part});
+      padded.push_back({r.lp_full, r.lp_part, r.numel, r.part});
     }
-  } else {  // stages 1-2: the updated lp partitions into every rank's full copy (in place)
+    const DType d = dt;
+    Communicator* cm = comm;
+    const std::string name = "allgather persistent params (op " + std::to_string(op.id) + ")";
+    issue(op, reads, writes, [padded, d, cm, name]() -> Status {
+      const int64_t e = dtype_bytes(d), W = cm->world(), R = cm->rank();
+      std::vector<unsigned char> tmp;
+      for (const auto& x : padded) {
+        tmp.assign(static_cast<size_t>(W * x.part * e), 0);
+        std::memcpy(tmp.data() + R * x.part * e, x.part_src, static_cast<size_t>(x.part * e));
+        ZS_TRY(cm->all_gather(tmp.data(), tmp.data() + R * x.part * e, x.part, d, {.op_name = name}));
+        std::memcpy(x.full, tmp.data(), static_cast<size_t>(x.numel * e));
+      }
+      return Status{};
+    });
+    return {};
+  } else {  // stages 1-2: the updated lp partitions into every rank's full flat copy
     auto [a, b] = param_range(op);
-    for (size_t p = a; p < b; ++p) {
-      writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
-      gathers.push_back({params[p].lp_full, params[p].part});
-    }
+    for (size_t p = a; p < b; ++p) writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+    // The range [f0, f1) of the flat model: the whole model in world slices of S is an in-place all-gather;
+    // any other range (per-group gathers) is one broadcast from each rank that owns part of it.
+    const int64_t f0 = params[a].flat, f1 = params[b - 1].flat + params[b - 1].numel;
+    auto* base = bytes_of(params[0].lp_full);
+    const int64_t S = flat_part, W = world;
+    const bool whole = f0 == 0 && f1 == W * S;
+    const DType d = dt;
+    const int64_t e = lp;
+    Communicator* cm = comm;
+    const std::string name = "allgather lp params (op " + std::to_string(op.id) + ")";
+    issue(op, reads, writes, [base, f0, f1, S, W, whole, d, e, cm, name]() -> Status {
+      if (W == 1) return Status{};
+      if (whole) return cm->all_gather(base, base + cm->rank() * S * e, S, d, {.op_name = name});
+      for (int64_t q = 0; q < W; ++q) {
+        const int64_t lo = std::max(f0, q * S), hi = std::min(f1, (q + 1) * S);
+        if (hi > lo) ZS_TRY(cm->broadcast(base + lo * e, (hi - lo) * e, static_cast<int>(q), {.op_name = name}));
+      }
+      return Status{};
+    });
+    return {};
   }
   const DType d = dt;
   Communicator* cm = comm;
@@ -84,18 +126,23 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
   const std::string name = "reduce_scatter op " + std::to_string(op.id);
   struct Item {
     ParamRt* r;
-    void* grad;        // the reduced gradient (bucket slice or the full lp grads)
+    void* grad;        // the gradient's place in the reduced region (bucket slot or the full lp grads)
+    void* piece;       // this rank's reduced partition in it
     const void* fill;  // copy this in first (a gradient not yet in the bucket), or null
+    int64_t pad;       // stage 3: elements of zeros after the gradient (world · part − numel)
     float* fp32;       // the boundary's fp32 gradient (stage 1/2 without offload), or null
     bool accumulate, overwrite, finalize;
   };
   std::vector<Item> items;
-  if (stage == 1) {  // at the GA boundary, in place on the full lp gradients
+  void* region = nullptr;  // stages 1-2: the op's gradients, contiguous in flat order
+  if (stage == 1) {        // at the GA boundary, in place on the full lp gradients
+    region = params[a].grad_acc;
     for (size_t p = a; p < b; ++p) {
       ParamRt& r = params[p];
       GroupRt& g = groups[static_cast<size_t>(r.group)];
       const bool fin = !opt_offload;
-      items.push_back({&r, r.grad_acc, nullptr, fin ? g.g32 + r.group_offset : nullptr, false, false, fin});
+      items.push_back({&r, r.grad_acc, bytes_of(r.grad_acc) + r.part_start * lp, nullptr, 0,
+                       fin ? g.g32 + r.group_offset : nullptr, false, false, fin});
       writes.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
       if (fin) writes.push_back(rid(Res::fp32_grad, static_cast<int64_t>(p)));
     }
@@ -104,10 +151,19 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
     auto& bk = buckets[static_cast<size_t>(k)];
     keep.push_back(bk);
     writes.push_back(rid(Res::bucket, k));
+    region = bytes_of(bk->data()) + bucket_of[micro][a].second * lp;
     for (size_t p = a; p < b; ++p) {
       ParamRt& r = params[p];
       const int64_t off = bucket_of[micro][p].second;
-      Item it{&r, bytes_of(bk->data()) + off * lp, nullptr, nullptr, !opt_offload, micro == 0, false};
+      Item it{&r,
+              bytes_of(bk->data()) + off * lp,
+              bytes_of(bk->data()) + (off + r.part_start) * lp,
+              nullptr,
+              bucket_numel(r) - r.numel,
+              nullptr,
+              !opt_offload,
+              micro == 0,
+              false};
       if (!r.in_bucket) {  // its release comes later in program order: copy it in now
         if (!r.grad_full) return internal("gradient of '" + r.name + "' is gone before its reduction");
         keep.push_back(r.grad_full);
@@ -130,15 +186,31 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
     }
   }
   const int64_t elsz = lp;
-  issue(op, reads, writes, [items, keep, d, cm, name, elsz]() mutable -> Status {
-    for (auto& it : items)
-      if (it.fill) std::memcpy(it.grad, it.fill, static_cast<size_t>(it.r->numel * elsz));
-    for (auto& it : items)
-      ZS_TRY(cm->reduce_scatter(it.grad, it.grad, it.r->part, d, ReduceOp::avg, {.op_name = name}));
+  const int64_t f0 = params[a].flat, f1 = params[b - 1].flat + params[b - 1].numel;
+  const int64_t S = flat_part, W = world;
+  const int st = stage;
+  issue(op, reads, writes, [items, keep, d, cm, name, elsz, region, f0, f1, S, W, st]() mutable -> Status {
     for (auto& it : items) {
-      const void* src = it.grad;
+      if (it.fill) std::memcpy(it.grad, it.fill, static_cast<size_t>(it.r->numel * elsz));
+      if (it.pad > 0) std::memset(bytes_of(it.grad) + it.r->numel * elsz, 0, static_cast<size_t>(it.pad * elsz));
+    }
+    if (st == 3) {  // per parameter, in place: [world · part] → this rank's part (averaged over ranks)
+      for (auto& it : items)
+        ZS_TRY(cm->reduce_scatter(it.piece, it.grad, it.r->part, d, ReduceOp::avg, {.op_name = name}));
+    } else {
+      // Stages 1-2 (DeepSpeed's average_tensor): the region's elements owned by each rank's flat partition
+      // [q·S, (q+1)·S) are reduced to that rank.
+      for (int64_t q = 0; q < W; ++q) {
+        const int64_t lo = std::max(f0, q * S), hi = std::min(f1, (q + 1) * S);
+        if (hi <= lo) continue;
+        ZS_TRY(cm->reduce(bytes_of(region) + (lo - f0) * elsz, hi - lo, d, ReduceOp::avg, static_cast<int>(q),
+                          {.op_name = name}));
+      }
+    }
+    for (auto& it : items) {
+      const void* src = it.piece;
       if (it.accumulate) {
-        accumulate_lp(d, it.r->grad_acc, it.grad, it.r->part, it.overwrite);
+        accumulate_lp(d, it.r->grad_acc, it.piece, it.r->part, it.overwrite);
         src = it.r->grad_acc;
       }
       if (it.finalize) it.r->sumsq = finalize_into(d, it.fp32, src, it.r->part);
@@ -172,14 +244,15 @@ Status Engine::Impl::op_allreduce(const core::Op& op) {
   const int64_t elsz = lp;
   Communicator* cm = comm;
   auto buf = allreduce_buf;
-  issue(op, {}, writes, [items, keep, buf, d, cm, elsz]() -> Status {
+  const std::string name = "allreduce bucket (op " + std::to_string(op.id) + ")";
+  issue(op, {}, writes, [items, keep, buf, d, cm, elsz, name]() -> Status {
     auto* base = static_cast<unsigned char*>(buf->data());
     int64_t off = 0;
     for (auto& [r, f] : items) {
       std::memcpy(base + off, r->grad_acc, static_cast<size_t>(r->numel * elsz));
       off += r->numel * elsz;
     }
-    ZS_TRY(cm->all_reduce(base, off / elsz, d, ReduceOp::avg, {.op_name = "allreduce bucket"}));
+    ZS_TRY(cm->all_reduce(base, off / elsz, d, ReduceOp::avg, {.op_name = name}));
     off = 0;
     for (auto& [r, f] : items) {
       std::memcpy(r->grad_acc, base + off, static_cast<size_t>(r->numel * elsz));

@@ -3,6 +3,7 @@
 // out, the buffers that hold them, the stream executor with its hazard tracking, and the per-step bookkeeping.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <map>
@@ -67,7 +68,9 @@ inline void accumulate_lp(DType d, void* dst, const void* src, int64_t n, bool o
 struct ParamRt {
   std::string name;
   int64_t numel = 0;
-  int64_t part = 0;          // this rank's partition (stage 3: ceil(numel / world); else numel with world 1)
+  int64_t part = 0;          // this rank's partition: stage 3 ceil(numel / world) (padded); stages 1-2 its share of
+                             // the flat partition [rank·S, (rank+1)·S), S = ceil(P / world), maybe 0; stage 0 numel
+  int64_t part_start = 0;    // element of the parameter where this rank's partition starts (stage 3: rank · part)
   int64_t flat = 0;          // element offset in the flat model (stage 0-2 full buffers)
   int64_t part_flat = 0;     // element offset of its partition in the flat optimizer-state arrays
   Tier lp_home = Tier::gpu;  // stage 3: where the lp partition lives
@@ -149,6 +152,8 @@ struct Engine::Impl {
   int64_t lp = 2;
   int stage = 0;
   int64_t ga = 1, L = 0;
+  int64_t world = 1, rank = 0;  // the data-parallel group (comm); the Plan's ops are executed as this rank
+  int64_t flat_part = 0;        // stages 1-2: S = ceil(P / world), each rank's share of the flat model
   bool mixed = true, ckpt = false, cpu_ckpt = false, opt_offload = false;
   core::OffloadDevice opt_dev = core::OffloadDevice::none, par_dev = core::OffloadDevice::none;
   std::vector<core::TraceStep> trace;
@@ -240,6 +245,10 @@ struct Engine::Impl {
   Status swap_out(Swapper& sw, const std::string& name, const void* data, int64_t bytes);
   Status swap_in(Swapper& sw, const std::string& name, void* data, int64_t bytes);
   int64_t padded(int64_t bytes) const { return (bytes + 4095) / 4096 * 4096; }
+  // Elements of a parameter's partition that hold values (stage 3 pads the last ranks' partitions with zeros).
+  int64_t valid_part(const ParamRt& r) const { return std::clamp<int64_t>(r.numel - r.part_start, 0, r.part); }
+  // Elements a parameter's gradient takes in an IPG bucket: stage 3 pads it to world · part for the reduce-scatter.
+  int64_t bucket_numel(const ParamRt& r) const { return stage == 3 ? world * r.part : r.numel; }
 
   // engine_ops.cpp
   Status run_op(const core::Op& op);

@@ -80,7 +80,7 @@ Status Engine::Impl::op_adam(const core::Op& op) {
   if (op.kind == OpKind::adam_gpu && !master_is_lp) {
     for (size_t p = g.first; p < g.last; ++p) {
       ParamRt& r = params[p];
-      void* dst = stage < 3 ? r.lp_full : (r.lp_home == Tier::gpu ? r.lp_part : nullptr);
+      void* dst = stage < 3 ? bytes_of(r.lp_full) + r.part_start * lp : (r.lp_home == Tier::gpu ? r.lp_part : nullptr);
       if (!dst) continue;
       lp_out.push_back({dst, {master + r.group_offset, r.part}});
       writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
@@ -198,10 +198,10 @@ Status Engine::Impl::write_lp_from_master(size_t gi) {
       auto cast = [&](void* dst) { cast_from_f32<T>(static_cast<T*>(dst), src, r.part); };
       if (stage < 3) {
         if (copy_back) cast(bytes_of(copy_back) + r.part_flat * lp);
-        cast(r.lp_full);
+        cast(bytes_of(r.lp_full) + r.part_start * lp);
       } else {
         if (r.lp_part) cast(r.lp_part);
-        if (r.persistent) cast(r.lp_full);
+        if (r.persistent && world == 1) cast(r.lp_full);
         if (r.lp_home == Tier::nvme) {
           std::vector<T> tmp(static_cast<size_t>(r.part));
           cast_from_f32<T>(tmp.data(), src, r.part);

@@ -24,7 +24,6 @@ namespace {
 
 Error unsupported(const std::string& what) { return Error{ErrorKind::unsupported, what}; }
 
-int64_t align_up(int64_t a, int64_t b) { return b <= 1 ? a : (a + b - 1) / b * b; }
 constexpr int64_t kMinAioBytes = 1 << 20;
 constexpr int64_t kAioAlignedBytes = 1024;
 
@@ -34,9 +33,15 @@ constexpr int64_t kAioAlignedBytes = 1024;
 
 Status Engine::Impl::setup() {
   const auto& z = s.zero;
-  if (s.world() != 1)
-    return unsupported("this engine runs one rank (world " + std::to_string(s.world()) +
-                       " asked); multi-rank training with mpirun comes with the communicator's MPI/NCCL backends");
+  world = comm->world();
+  rank = comm->rank();
+  if (s.world() != world)
+    return core::bad_input("the strategy describes " + std::to_string(s.world()) + " data-parallel ranks (nodes x " +
+                           "gpus_per_node), the communicator has " + std::to_string(world));
+  if (world > 1 && o.schedule == core::Schedule::overlap)
+    return unsupported(
+        "the overlap schedule with more than one rank: a redone speculative update would need a "
+        "second all-gather of the lp parameters");
   if (z.offload_optimizer.ratio < 1.0) return unsupported("offload_optimizer.ratio < 1 (Twin-Flow) is not supported");
   if (s.fp16.fp16_master_weights_and_grads || s.bf16.bf16_master_weights_and_grads)
     return unsupported("16-bit master weights (fp16/bf16 *_master_weights_and_grads) are not supported");
@@ -107,9 +112,12 @@ Status Engine::Impl::setup() {
   int64_t flat = 0, part_flat = 0;
   const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
   int64_t total_part = 0;
-  for (const auto& p : mp) total_part += p.numel;
-  const int64_t in_cpu_budget = std::min(total_part, z.offload_param.max_in_cpu);
+  for (const auto& p : mp) total_part += p.numel;  // P (the flat model)
+  int64_t total_p3 = 0;                            // stage 3: this rank's partition elements
+  for (const auto& p : mp) total_p3 += (p.numel + std::max<int64_t>(1, comm->world()) - 1) / comm->world();
+  const int64_t in_cpu_budget = std::min(total_p3, z.offload_param.max_in_cpu);
   int64_t cum = 0;
+  flat_part = (total_part + world - 1) / world;
   for (size_t i = 0; i < np; ++i) {
     const core::PlanTensor& t = plan.tensors[i];
     if (t.kind != core::TensorKind::lp_param || t.name != mp[i].name)
@@ -118,7 +126,19 @@ Status Engine::Impl::setup() {
     ParamRt& r = params[i];
     r.name = mp[i].name;
     r.numel = mp[i].numel;
-    r.part = r.numel;  // one rank
+    // This rank's share (DeepSpeed's partitioning): stage 3 pads each parameter to world · ceil(numel / world)
+    // and takes slice `rank`; stages 1-2 cut the flat model into world slices of S = ceil(P / world) elements
+    // and take the part of this parameter inside [rank·S, (rank+1)·S).
+    if (stage == 3) {
+      r.part = (r.numel + world - 1) / world;
+      r.part_start = rank * r.part;
+    } else if (stage >= 1) {
+      const int64_t lo = std::max(flat, rank * flat_part), hi = std::min(flat + r.numel, (rank + 1) * flat_part);
+      r.part = std::max<int64_t>(0, hi - lo);
+      r.part_start = r.part > 0 ? lo - flat : 0;
+    } else {
+      r.part = r.numel;
+    }
     r.flat = flat;
     r.part_flat = part_flat;
     flat += r.numel;
@@ -215,6 +235,11 @@ Status Engine::Impl::setup() {
   run_of_first.assign(np, -1);
   int32_t turn = 0;
   for (const auto& op : plan.ops) {
+    const bool collective =
+        op.kind == OpKind::reduce_scatter || op.kind == OpKind::allreduce || op.kind == OpKind::allgather;
+    if (collective && op.bytes > 4 && op.group_ranks != world)
+      return internal("op " + std::to_string(op.id) + " is a collective over " + std::to_string(op.group_ranks) +
+                      " ranks; the data-parallel group has " + std::to_string(world));
     const bool reduce = (op.kind == OpKind::reduce_scatter || op.kind == OpKind::allreduce) &&
                         op.phase == core::Phase::backward && op.tensor >= 0;
     if (reduce) {
@@ -225,7 +250,7 @@ Status Engine::Impl::setup() {
         auto& slot = bucket_of[static_cast<size_t>(op.micro_step)][p];
         if (slot.first >= 0) return internal("parameter '" + params[p].name + "' is reduced twice in a micro-step");
         slot = {static_cast<int32_t>(op.id), off};
-        off += params[p].part;
+        off += stage <= 1 ? params[p].part : bucket_numel(params[p]);
       }
       if (stage >= 2 && off > z.reduce_bucket_size)
         return unsupported("a parameter larger than reduce_bucket_size (" + std::to_string(z.reduce_bucket_size) +
@@ -295,10 +320,29 @@ Status Engine::Impl::allocate_static() {
       if (!i.transient && !known.count(i.key) && i.bytes > 0)
         return unsupported("memory item '" + i.key + "' (" + i.label + ") has no use in the engine");
 
+  // ZeRO-3 with several ranks: DeepSpeed pads every parameter's partition to ceil(numel / world), the memory model
+  // counts ceil(P / world) for the partitioned items — up to world − 1 elements per parameter fewer. The engine
+  // allocates that padding on top of those items and lists it (the memory model should count Σ ceil(numel/world)).
+  int64_t pad_elems = 0;
+  if (stage == 3 && world > 1) {
+    for (const auto& p : params) pad_elems += p.part;
+    pad_elems = std::max<int64_t>(0, pad_elems - (flat_part));
+  }
+  const std::map<std::string, int64_t> pad_bytes_per_elem = {{"lp_params", lp},         {"lp_grads", lp},
+                                                             {"fp32_master", 4},        {"fp32_grads", 4},
+                                                             {"adam_m_v", 2 * state_b}, {"grad_accum", lp}};
+  int64_t pad_total = 0;
   auto take = [&](Tier t, const char* key, std::map<std::string, Buffer>& into) -> Result<unsigned char*> {
     const core::MemoryItem* it = item(t, key);
     if (!it) return static_cast<unsigned char*>(nullptr);
-    auto b = t == Tier::gpu ? alloc_gpu(it->bytes, key) : alloc_cpu(it->bytes, it->pinned, key);
+    int64_t bytes = it->bytes;
+    if (pad_elems > 0 && pad_bytes_per_elem.count(key)) {
+      bytes += pad_elems * pad_bytes_per_elem.at(key);
+      pad_total += pad_elems * pad_bytes_per_elem.at(key);
+      extra("ZeRO-3 partition padding (ceil(numel/world) per parameter; the memory model counts ceil(P/world))",
+            pad_total);
+    }
+    auto b = t == Tier::gpu ? alloc_gpu(bytes, key) : alloc_cpu(bytes, it->pinned, key);
     if (!b) return b.error();
     auto* p = b->as<unsigned char>();
     into[key] = std::move(*b);
@@ -306,7 +350,8 @@ Status Engine::Impl::allocate_static() {
   };
   auto use_check = [&](Tier t, const char* key, int64_t used) -> Status {
     const core::MemoryItem* it = item(t, key);
-    const int64_t have = it ? it->bytes : 0;
+    const int64_t have =
+        (it ? it->bytes : 0) + (it && pad_bytes_per_elem.count(key) ? pad_elems * pad_bytes_per_elem.at(key) : 0);
     if (used > have)
       return internal(std::string("memory item ") + key + " on " + core::to_string(t) + " holds " +
                       std::to_string(have) + " B, the engine lays out " + std::to_string(used) + " B");
@@ -557,18 +602,24 @@ Status Engine::Impl::init_params() {
     for (size_t p = i; p < j; ++p) {
       fp32_model->init_param(p, f + off, o.seed);
       ParamRt& r = params[p];
+      // Every rank builds the whole (seeded) parameter and keeps its partition; stage 3's padding is zeros.
+      const int64_t valid = valid_part(r);
+      std::vector<unsigned char> slice;
       dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
         auto cast = [&](void* dst) { cast_from_f32<T>(static_cast<T*>(dst), f + off, r.numel); };
         if (r.lp_full) cast(r.lp_full);
-        if (r.lp_part) cast(r.lp_part);
+        auto cast_part = [&](void* dst) {
+          std::memset(dst, 0, static_cast<size_t>(r.part * lp));
+          cast_from_f32<T>(static_cast<T*>(dst), f + off + r.part_start, valid);
+        };
+        if (r.lp_part) cast_part(r.lp_part);
         if (r.lp_home == Tier::nvme) {
-          // In place: element i's lp value lands at byte lp·i ≤ 4·i, ahead of what is still to be read.
-          auto* lp_dst = reinterpret_cast<T*>(f + off);
-          for (int64_t e = 0; e < r.numel; ++e) lp_dst[e] = from_f32<T>(f[off + e]);
+          slice.resize(static_cast<size_t>(r.part * lp));
+          cast_part(slice.data());
         }
       });
-      if (r.lp_home == Tier::nvme) ZS_TRY(swap_out(*par_swapper, r.swap_name, f + off, r.part * lp));
+      if (r.lp_home == Tier::nvme) ZS_TRY(swap_out(*par_swapper, r.swap_name, slice.data(), r.part * lp));
       off += r.numel;
     }
     i = j;
@@ -594,7 +645,7 @@ Status Engine::Impl::init_states() {
                                                                               : e.params[g.first].lp_part);
     for (size_t p = g.first; p < g.last && !self; ++p) {
       ParamRt& r = e.params[p];
-      const void* src = r.lp_part ? r.lp_part : r.lp_full;
+      const void* src = r.lp_part ? r.lp_part : r.lp_full ? bytes_of(r.lp_full) + r.part_start * e.lp : nullptr;
       if (!src) {
         lp_tmp.resize(static_cast<size_t>(r.part * e.lp));
         ZS_TRY(e.swap_in(*e.par_swapper, r.swap_name, lp_tmp.data(), r.part * e.lp));

@@ -100,7 +100,7 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       ParamRt& r = params[p];
       if (r.lp_home == Tier::gpu) continue;
       if (!r.gathered) {  // the all-gather allocates it one op later; the copy lands in it now
-        auto buf = alloc_gpu(lp * r.numel, "gathered params");
+        auto buf = alloc_gpu(lp * world * r.part, "gathered params");
         if (!buf) return buf.error();
         r.gathered = std::make_shared<Buffer>(std::move(*buf));
       }
@@ -114,7 +114,7 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       } else {
         reads.push_back(rid(Res::lp, static_cast<int64_t>(p)));
       }
-      copies.push_back({bytes_of(r.gathered->data()) + comm->rank() * r.part * lp, src, r.part * lp});
+      copies.push_back({bytes_of(r.gathered->data()) + r.part_start * lp, src, r.part * lp});
     }
     issue(op, reads, writes, [copies, keep]() -> Status {
       for (const auto& c : copies) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
@@ -140,7 +140,7 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
     for (size_t p = a; p < b; ++p) {
       ParamRt& r = params[p];
       void* host = stage == 3 ? r.grad_acc : bytes_of(grad_accum_cpu) + r.part_flat * lp;
-      items.push_back({bytes_of(bk->data()) + bucket_of[micro][p].second * lp, host, r.part});
+      items.push_back({bytes_of(bk->data()) + (bucket_of[micro][p].second + r.part_start) * lp, host, r.part});
       writes.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
     }
     const bool down = op.kind == OpKind::d2h;
@@ -197,13 +197,13 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       GroupRt& g = groups[static_cast<size_t>(r.group)];
       const void* src = nullptr;
       if (stage == 1) {
-        src = r.grad_acc;
+        src = bytes_of(r.grad_acc) + r.part_start * lp;
         reads.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
       } else {
         const auto [rop, off] = bucket_of[micro][p];
         const int64_t bk_i = bucket_k[static_cast<size_t>(rop)] % static_cast<int64_t>(buckets.size());
         keep.push_back(buckets[static_cast<size_t>(bk_i)]);
-        src = bytes_of(buckets[static_cast<size_t>(bk_i)]->data()) + off * lp;
+        src = bytes_of(buckets[static_cast<size_t>(bk_i)]->data()) + (off + r.part_start) * lp;
         reads.push_back(rid(Res::bucket, bk_i));
       }
       float* dst = nullptr;
@@ -298,7 +298,8 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
     for (size_t p = g.first; p < g.last; ++p) {
       ParamRt& r = params[p];
       if (stage < 3) {
-        items.push_back({r.lp_full, bytes_of(copy_back) + r.part_flat * lp, nullptr, r.part});
+        items.push_back(
+            {bytes_of(r.lp_full) + r.part_start * lp, bytes_of(copy_back) + r.part_flat * lp, nullptr, r.part});
         reads.push_back(rid(Res::copy_back, static_cast<int64_t>(p)));
       } else if (r.lp_home == Tier::gpu) {
         if (!master) return internal(where() + ": the master is not in memory");

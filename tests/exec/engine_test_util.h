@@ -76,11 +76,12 @@ struct Inputs {
   core::Strategy s;
 };
 
-inline Inputs inputs(const Variant& v, int64_t seq_len = 32, const std::string& model = "tiny") {
+inline Inputs inputs(const Variant& v, int64_t seq_len = 32, const std::string& model = "tiny", int64_t world = 1) {
   Inputs in;
   in.model = *core::load_model(model);
   in.hw = *core::load_hardware("ci-2core");
   core::RunSettings run;
+  run.nodes = world;  // one rank (host device) per node
   run.seq_len = seq_len;
   run.hidden = in.model.hidden;
   run.checkpoint_activations = v.ckpt;
