@@ -150,14 +150,13 @@ class CudaDevice : public Device {
 
   Result<Stream*> stream(const std::string& name) override {
     std::lock_guard<std::mutex> lk(streams_mu_);
+    if (auto it = streams_.find(name); it != streams_.end()) return static_cast<Stream*>(it->second.get());
+    ZS_TRY(bind());
+    cudaStream_t cs = nullptr;
+    // Blocking (not cudaStreamNonBlocking): allocation and free on the legacy stream must order against it.
+    ZS_CUDA_TRY(cudaStreamCreateWithFlags(&cs, cudaStreamDefault));
     auto& s = streams_[name];
-    if (!s) {
-      ZS_TRY(bind());
-      cudaStream_t cs = nullptr;
-      // Blocking (not cudaStreamNonBlocking): allocation and free on the legacy stream must order against it.
-      ZS_CUDA_TRY(cudaStreamCreateWithFlags(&cs, cudaStreamDefault));
-      s = std::make_unique<CudaStream>(name, cs);
-    }
+    s = std::make_unique<CudaStream>(name, cs);
     return static_cast<Stream*>(s.get());
   }
 

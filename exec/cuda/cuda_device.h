@@ -4,7 +4,7 @@
 //   if (auto a = cuda_available(); !a.usable) return skip(a.reason);
 //   auto dev = make_cuda_device({.memory_bytes = hw.gpu.memory_bytes()});   // Result<std::unique_ptr<Device>>
 //   Stream* s = *(*dev)->stream("compute");
-//   gelu_forward_cuda(out, inp, n, static_cast<cudaStream_t>(s->native_handle()));
+//   gpu::gelu_forward(out, inp, n, static_cast<cudaStream_t>(s->native_handle()));   // kernels.cuh
 #pragma once
 
 #include <memory>
@@ -29,6 +29,9 @@ struct CudaDeviceOptions {
                              // Never more than free: a larger profile is clamped, with a warning.
 };
 
+// Host work (enqueue) runs on CUDA's callback thread: it must not call CUDA, and must not block on another Event
+// (callbacks may share one thread). Its Status, and the first failure of anything it waited for, end up in its
+// Event and in the next synchronize().
 // Allocations are ordered on the legacy default stream (cudaMallocFromPoolAsync / cudaFreeAsync): the device's
 // streams are blocking streams, so a buffer is usable on every stream once allocate() returns and is reused only
 // after all work queued before its release. Buffers must not outlive their device.

@@ -35,6 +35,14 @@ cudaDataType_t data_type() {
   if constexpr (std::is_same_v<T, fp16_t>) return CUDA_R_16F;
 }
 
+// The largest power of two (≤ 256) dividing the address.
+uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && a % al != 0) al /= 2;
+  return al;
+}
+
 // RAII for the per-call descriptors.
 struct Descs {
   cublasLtMatmulDesc_t op = nullptr;
@@ -63,14 +71,18 @@ core::Result<CublasLtGemm> CublasLtGemm::create(int64_t workspace_bytes) {
   return g;
 }
 
-CublasLtGemm::~CublasLtGemm() {
+CublasLtGemm::~CublasLtGemm() { release(); }
+
+void CublasLtGemm::release() {
   if (workspace_) (void)cudaFree(workspace_);
   if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+  workspace_ = handle_ = nullptr;
+  workspace_bytes_ = 0;
 }
 
 CublasLtGemm& CublasLtGemm::operator=(CublasLtGemm&& o) noexcept {
   if (this != &o) {
-    this->~CublasLtGemm();
+    release();
     handle_ = o.handle_;
     workspace_ = o.workspace_;
     workspace_bytes_ = o.workspace_bytes_;
@@ -113,6 +125,16 @@ core::Status CublasLtGemm::gemm(const Call& c, cudaStream_t s) {
   ZS_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&ds.pref));
   const uint64_t ws = static_cast<uint64_t>(workspace_bytes_);
   ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  // The heuristic assumes 256-byte-aligned pointers unless told: tensors inside flat buffers often are not.
+  const uint32_t align_a = alignment_of(c.a), align_b = alignment_of(c.b), align_d = alignment_of(c.d);
+  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
+                                                     sizeof align_a));
+  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
+                                                     sizeof align_b));
+  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d,
+                                                     sizeof align_d));
+  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
+                                                     sizeof align_d));
   cublasLtMatmulHeuristicResult_t best{};
   int found = 0;
   auto lt = static_cast<cublasLtHandle_t>(handle_);

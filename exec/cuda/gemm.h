@@ -56,6 +56,7 @@ class CublasLtGemm {
   core::Status gemm(const Call& c, cudaStream_t s);
 
  private:
+  void release();
   void* handle_ = nullptr;  // cublasLtHandle_t
   void* workspace_ = nullptr;
   int64_t workspace_bytes_ = 0;

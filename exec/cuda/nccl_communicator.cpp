@@ -133,7 +133,7 @@ class NcclCommunicator : public Communicator {
       const ncclResult_t r = ncclCommGetAsyncError(comm_, &st);
       if (r != ncclSuccess) return nccl_error(r, what + ": ncclCommGetAsyncError", __FILE__, __LINE__);
       if (st == ncclSuccess) return {};
-      if (st != ncclInProgress) return fail_abort(what + ": " + ncclGetErrorString(st) + " — " + ncclGetLastError(comm_));
+      if (st != ncclInProgress) return fail_abort(what + ": " + ncclGetErrorString(st) + last_error());
       if (Clock::now() > deadline) return fail_abort(what + ": not complete after " + secs() + "; communicator aborted");
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
@@ -165,13 +165,17 @@ class NcclCommunicator : public Communicator {
       ncclResult_t st = ncclSuccess;
       (void)ncclCommGetAsyncError(comm_, &st);
       if (st != ncclSuccess && st != ncclInProgress)
-        return fail_abort(w + ": " + ncclGetErrorString(st) + " — " + ncclGetLastError(comm_));
+        return fail_abort(w + ": " + ncclGetErrorString(st) + last_error());
       if (Clock::now() > deadline)
         return fail_abort(w + ": not complete after " + secs() + " (a rank missing or stuck?); communicator aborted");
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
 
+  std::string last_error() const {
+    const char* e = ncclGetLastError(comm_);
+    return e && *e ? std::string(" — ") + e : std::string();
+  }
   Status fail_abort(const std::string& msg) {
     if (!aborted_) {
       aborted_ = true;
