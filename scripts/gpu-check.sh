@@ -41,7 +41,9 @@ step "build test_exec_cuda bench_cuda_kernels zerosim (-j$jobs)" 240 \
   cmake --build "$bdir" -j "$jobs" --target test_exec_cuda bench_cuda_kernels zerosim || built=0
 
 if [ $built -eq 1 ]; then
-  step "test_exec_cuda \"[.gpu]\"" 180 "$bdir/bin/test_exec_cuda" "[.gpu]" --durations yes
+  step "test_exec_cuda \"[.gpu]~[nccl-timeout]\"" 180 "$bdir/bin/test_exec_cuda" "[.gpu]~[nccl-timeout]" --durations yes
+  # A missing rank must turn into an error at the deadline (3 s): a hang here is itself the failure.
+  step "test_exec_cuda \"[nccl-timeout]\"" 60 "$bdir/bin/test_exec_cuda" "[nccl-timeout]" --durations yes
   step "test_exec_cuda (visible tests)" 30 "$bdir/bin/test_exec_cuda"
   step "bench_cuda_kernels" 150 "$bdir/bin/bench_cuda_kernels"
   # The engine's compute handler still runs the host reference kernels: the CLI refuses --device cuda (exit 2)

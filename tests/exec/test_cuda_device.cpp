@@ -2,6 +2,7 @@
 // communicator on one rank. The first test is the visible one: on a machine without a GPU it reports why the
 // [.gpu] tests cannot run (CTest shows it as skipped); with a GPU it checks the device is found.
 #include <atomic>
+#include <chrono>
 #include <cstring>
 
 #include "exec/cuda/cuda_device.h"
@@ -141,4 +142,21 @@ TEST_CASE("NCCL collectives on one rank follow the in-place conventions", "[.gpu
   Status bad = c.broadcast(buf.get(), n * 4, 3, {.op_name = "bad root"});
   REQUIRE(!bad.ok());
   CHECK(bad.message().find("broadcast 'bad root' on rank 0 of 1") != std::string::npos);
+}
+
+// Rank 1 never joins: rank 0's init must fail at the deadline with the op and rank named, not hang. Its own tag:
+// gpu-check.sh runs it separately under a timeout of its own.
+TEST_CASE("NCCL init with a missing rank fails at the deadline naming the rank", "[.gpu][cuda][nccl-timeout]") {
+  require_gpu();
+  auto id = nccl_unique_id();
+  REQUIRE(id.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto comm = make_nccl_communicator({.rank = 0, .world = 2, .comm = {.timeout_s = 3}}, *id);
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(!comm.ok());
+  INFO(comm.error().message);
+  CHECK(comm.error().message.find("on rank 0 of 2") != std::string::npos);
+  CHECK(comm.error().message.find("not complete after 3 s") != std::string::npos);
+  CHECK(waited_s >= 2.5);
+  CHECK(waited_s < 30);
 }
