@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "exec/cuda/cuda_device.h"
+#include "exec/cuda/gemm.h"
 #include "exec/cuda/nccl_communicator.h"
 #include "tests/exec/cuda_test_util.h"
 
@@ -20,6 +21,16 @@ TEST_CASE("CUDA tests skip with the reason when no GPU is present", "[cuda]") {
     CHECK(!a.reason.empty());
     REQUIRE(!dev.ok());  // the device refuses to start, and says why
     CHECK(dev.error().message.find(a.reason) != std::string::npos);
+    // cuBLASLt and NCCL set-up fail as values naming the CUDA or cuBLAS error, not as crashes.
+    auto gemm = CublasLtGemm::create();
+    REQUIRE(!gemm.ok());
+    INFO(gemm.error().message);
+    CHECK((gemm.error().message.rfind("CUDA error", 0) == 0 || gemm.error().message.rfind("cuBLASLt error", 0) == 0));
+    auto comm = make_nccl_communicator({}, NcclUniqueIdBytes{});
+    REQUIRE(!comm.ok());
+    INFO(comm.error().message);
+    CHECK(comm.error().message.rfind("CUDA error", 0) == 0);
+    CHECK(comm.error().message.find("cudaSetDevice") != std::string::npos);
     return;
   }
   CHECK(a.device_count >= 1);
