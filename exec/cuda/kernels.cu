@@ -264,7 +264,7 @@ cudaError_t norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T*
                           int64_t N, int64_t C, float eps, GradWrite w, cudaStream_t s) {
   if (N <= 0 || C <= 0) return cudaSuccess;
   const int chunks = static_cast<int>(N < kRowChunks ? N : kRowChunks);
-  Scratch scratch(sizeof(float) * static_cast<size_t>(2 * N + 2 * chunks * C), s);
+  Scratch scratch(static_cast<size_t>(norm_backward_scratch_bytes(N, C)), s);
   if (scratch.err != cudaSuccess) return scratch.err;
   float* stats = scratch.as<float>();
   float* pw = stats + 2 * N;
@@ -857,20 +857,21 @@ cudaError_t attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, c
   if (!attention_shape_ok(NH, NKV, HD)) return cudaErrorInvalidValue;
   if (B * T_ <= 0) return cudaSuccess;
   const int64_t N = B * T_;
-  Scratch Dbuf(sizeof(float) * static_cast<size_t>(B * NH * T_), s);
-  if (Dbuf.err != cudaSuccess) return Dbuf.err;
-  Scratch dq_tmp(sizeof(T) * static_cast<size_t>(N * NH * HD), s);
-  if (dq_tmp.err != cudaSuccess) return dq_tmp.err;
+  // One allocation of attention_backward_scratch_bytes: D [B, NH, T] fp32, then dq [N, NH·HD] T.
+  Scratch scratch(static_cast<size_t>(attention_backward_scratch_bytes(B, T_, NH, HD, sizeof(T))), s);
+  if (scratch.err != cudaSuccess) return scratch.err;
+  float* Dbuf = scratch.as<float>();
+  T* dq_tmp = reinterpret_cast<T*>(Dbuf + B * NH * T_);
   const dim3 qgrid(static_cast<unsigned>((T_ + kQueryTile - 1) / kQueryTile), static_cast<unsigned>(NH),
                    static_cast<unsigned>(B));
   flash_attention_backward_query_kernel<T><<<qgrid, kAttWarps * kWarp, staged_bytes(HD, 0), s>>>(
-      dq_tmp.as<T>(), Dbuf.as<float>(), dout, q, k, v, lse, ld_q, ld_kv, T_, NH, NKV, HD);
+      dq_tmp, Dbuf, dout, q, k, v, lse, ld_q, ld_kv, T_, NH, NKV, HD);
   const dim3 kgrid(static_cast<unsigned>((T_ + kKeyTile - 1) / kKeyTile), static_cast<unsigned>(NKV),
                    static_cast<unsigned>(B));
   flash_attention_backward_key_kernel<T><<<kgrid, kAttWarps * kWarp, staged_bytes(HD, 2 * staged_rows(HD)), s>>>(
-      dk, dv, dout, q, k, v, lse, Dbuf.as<float>(), ld_q, ld_kv, T_, NH, NKV, HD);
+      dk, dv, dout, q, k, v, lse, Dbuf, ld_q, ld_kv, T_, NH, NKV, HD);
   // dq may alias q: it is written only now, after the key pass has read q.
-  const cudaError_t e = cudaMemcpy2DAsync(dq, sizeof(T) * static_cast<size_t>(ld_q), dq_tmp.p,
+  const cudaError_t e = cudaMemcpy2DAsync(dq, sizeof(T) * static_cast<size_t>(ld_q), dq_tmp,
                                           sizeof(T) * static_cast<size_t>(NH * HD), sizeof(T) * static_cast<size_t>(NH * HD),
                                           static_cast<size_t>(N), cudaMemcpyDeviceToDevice, s);
   if (e != cudaSuccess) return e;

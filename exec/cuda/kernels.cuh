@@ -9,7 +9,7 @@
 // Scratch: layernorm/rmsnorm backward, bias_backward, cast_to_f32_sumsq and attention_backward take fp32
 // scratch from the current device's default memory pool (cudaMallocAsync / cudaFreeAsync on the same stream):
 // O(rows + 128·C) floats, and for attention_backward B·NH·T floats plus a [N, NH·HD] T buffer for dq (dq may
-// alias q, which the dk/dv pass still reads). It is not counted in the device's MemoryAccount.
+// alias q, which the dk/dv pass still reads): *_scratch_bytes() below. Not counted in the device's MemoryAccount.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -98,6 +98,15 @@ template <class T>
 cudaError_t cast_to_f32_sumsq(float* out, const T* in, int64_t n, double* sumsq, cudaStream_t s);
 template <class T>
 cudaError_t cast_from_f32(T* out, const float* in, int64_t n, cudaStream_t s);
+
+// --- scratch the kernels above take from the stream's pool (for a memory ledger; the kernels size it so) -------
+inline int64_t norm_backward_scratch_bytes(int64_t N, int64_t C) {
+  const int64_t chunks = N < 128 ? (N < 1 ? 1 : N) : 128;
+  return 4 * (2 * N + 2 * chunks * C);
+}
+inline int64_t attention_backward_scratch_bytes(int64_t B, int64_t T_, int64_t NH, int64_t HD, int64_t elem_bytes) {
+  return 4 * B * NH * T_ + elem_bytes * B * T_ * NH * HD;  // D per query row, then dq before it lands in q
+}
 
 // --- optimizer -------------------------------------------------------------------------------------------------
 // Adam/AdamW over device buffers `b` with the scalars CpuAdam computes (adam_scalars): the scalar reference's
