@@ -34,13 +34,13 @@ const Peak* peak_for(const std::string& name) {
   return nullptr;
 }
 
-#define CHECK_CUDA(x)                                                                       \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
+#define CHECK_CUDA(x)                                                                          \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      return 1;                                                                             \
-    }                                                                                       \
+      return 1;                                                                                \
+    }                                                                                          \
   } while (0)
 
 // Mean seconds per call of f over `iters` after 2 warm-ups, timed with events on stream s.
@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
     const char* name;
     int64_t in, out;
   };
-  const Shape shapes[] = {{"qkv 4096->12288", 4096, 12288}, {"mlp up 4096->11008", 4096, 11008},
-                          {"mlp down 11008->4096", 11008, 4096}};
+  const Shape shapes[] = {
+      {"qkv 4096->12288", 4096, 12288}, {"mlp up 4096->11008", 4096, 11008}, {"mlp down 11008->4096", 11008, 4096}};
   const int64_t max_w = 11008LL * 12288, max_act = N * 12288;
   bf16_t *x, *w, *y, *dy, *dx, *dw;
   CHECK_CUDA(cudaMalloc(&x, max_act * 2));
@@ -119,8 +119,9 @@ int main(int argc, char** argv) {
       return gemm->matmul_forward<bf16_t>(y, x, w, nullptr, N, sh.in, sh.out, WeightLayout::out_in, s).ok();
     });
     const double b = time_s(s, iters, [&] {
-      return gemm->matmul_backward<bf16_t>(dx, dw, nullptr, dy, x, w, N, sh.in, sh.out, WeightLayout::out_in,
-                                           GradWrite::accumulate, false, s)
+      return gemm
+          ->matmul_backward<bf16_t>(dx, dw, nullptr, dy, x, w, N, sh.in, sh.out, WeightLayout::out_in,
+                                    GradWrite::accumulate, false, s)
           .ok();
     });
     if (f < 0 || b < 0) {
@@ -128,8 +129,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     row(std::string("gemm fwd bf16 N=8192 ") + sh.name, flops / f * 1e-12, "TFLOPS", bf16_peak, "bf16 dense peak");
-    row(std::string("gemm bwd (dW+dX) bf16 ") + sh.name, 2 * flops / b * 1e-12, "TFLOPS", bf16_peak,
-        "bf16 dense peak");
+    row(std::string("gemm bwd (dW+dX) bf16 ") + sh.name, 2 * flops / b * 1e-12, "TFLOPS", bf16_peak, "bf16 dense peak");
   }
   cudaFree(x), cudaFree(w), cudaFree(y), cudaFree(dy), cudaFree(dx), cudaFree(dw);
 
@@ -147,8 +147,8 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMemset(dout, 0x3c, Nt * NH * HD * 2));
     const double fwd_flops = 4.0 * B * NH * T_ * T_ * HD / 2;  // QKᵀ and PV, causal half
     const double f = time_s(s, quick ? 2 : 5, [&] {
-      return gpu::attention_forward<bf16_t>(out, lse, qkv, qkv + NH * HD, qkv + (NH + NKV) * HD, ld, ld, B, T_, NH,
-                                            NKV, HD, s) == cudaSuccess;
+      return gpu::attention_forward<bf16_t>(out, lse, qkv, qkv + NH * HD, qkv + (NH + NKV) * HD, ld, ld, B, T_, NH, NKV,
+                                            HD, s) == cudaSuccess;
     });
     const double b = time_s(s, quick ? 1 : 3, [&] {
       return gpu::attention_backward<bf16_t>(qkv, qkv + NH * HD, qkv + (NH + NKV) * HD, dout, qkv, qkv + NH * HD,
@@ -176,17 +176,16 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMemset(g, 0, n * 4));
     CHECK_CUDA(cudaMemset(m, 0, n * 4));
     CHECK_CUDA(cudaMemset(v, 0, n * 4));
-    const double d2d = time_s(s, iters, [&] {
-      return cudaMemcpyAsync(copy_dst, p, n * 4, cudaMemcpyDeviceToDevice, s) == cudaSuccess;
-    });
+    const double d2d = time_s(
+        s, iters, [&] { return cudaMemcpyAsync(copy_dst, p, n * 4, cudaMemcpyDeviceToDevice, s) == cudaSuccess; });
     const double hbm_GBps = 2.0 * n * 4 / d2d * 1e-9;  // read + write
     row("device-to-device copy (read+write)", hbm_GBps, "GB/s", 0, "this is the measured limit");
     AdamBuffers ab;
     ab.params = p, ab.grads = g, ab.exp_avg = m, ab.exp_avg_sq = v, ab.n = n;
     const AdamScalars sc = adam_scalars({.lr = 1e-4f, .weight_decay = 0.01f}, 0.9f, 0.999f);
     const double t_adam = time_s(s, iters, [&] { return gpu::adam_step(sc, ab, s) == cudaSuccess; });
-    const double adam_bytes = static_cast<double>(adam_bytes_per_element(GradDtype::fp32, StateDtype::fp32,
-                                                                         LpDtype::none)) * n;
+    const double adam_bytes =
+        static_cast<double>(adam_bytes_per_element(GradDtype::fp32, StateDtype::fp32, LpDtype::none)) * n;
     row("GPU Adam fp32 (28 B/param)", adam_bytes / t_adam * 1e-9, "GB/s", hbm_GBps, "measured d2d copy");
 
     void* pinned;

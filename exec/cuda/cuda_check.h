@@ -19,9 +19,9 @@ inline core::Error cuda_error(cudaError_t e, const char* what, const char* file,
 
 }  // namespace zs::exec
 
-#define ZS_CUDA_TRY(expr)                                                               \
-  do {                                                                                  \
-    const cudaError_t zs_cuda_e_ = (expr);                                              \
+#define ZS_CUDA_TRY(expr)                                                                                \
+  do {                                                                                                   \
+    const cudaError_t zs_cuda_e_ = (expr);                                                               \
     if (zs_cuda_e_ != cudaSuccess) return ::zs::exec::cuda_error(zs_cuda_e_, #expr, __FILE__, __LINE__); \
   } while (0)
 

@@ -32,8 +32,8 @@ CudaAvailability cuda_available() {
     return a;
   }
   if (e != cudaSuccess) {
-    a.reason = std::string("no usable GPU: cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" +
-               cudaGetErrorString(e) + ")";
+    a.reason =
+        std::string("no usable GPU: cudaGetDeviceCount: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
     a.device_count = 0;
     return a;
   }
@@ -41,8 +41,8 @@ CudaAvailability cuda_available() {
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
   if (major < 8) {
-    a.reason = "no usable GPU: device 0 has compute capability " + std::to_string(major) + "." +
-               std::to_string(minor) + "; zerosim's kernels are built for sm_80 and sm_90";
+    a.reason = "no usable GPU: device 0 has compute capability " + std::to_string(major) + "." + std::to_string(minor) +
+               "; zerosim's kernels are built for sm_80 and sm_90";
     return a;
   }
   a.usable = true;
@@ -74,7 +74,8 @@ void free_pinned(void* p, int64_t) { (void)cudaFreeHost(p); }
 void free_pageable(void* p, int64_t) { std::free(p); }
 
 std::shared_ptr<void> own_event(cudaEvent_t e) {
-  return std::shared_ptr<void>(static_cast<void*>(e), [](void* p) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
+  return std::shared_ptr<void>(static_cast<void*>(e),
+                               [](void* p) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
 }
 cudaEvent_t native_event(const Event& e) {
   return e.state() ? static_cast<cudaEvent_t>(e.state()->native.get()) : nullptr;
@@ -93,7 +94,10 @@ struct HostTask {
 class CudaDevice : public Device {
  public:
   CudaDevice(int ordinal, cudaMemPool_t pool, int64_t capacity, std::string name, std::vector<std::string> warnings)
-      : ordinal_(ordinal), pool_(pool), name_(std::move(name)), mem_("gpu (cuda)", capacity),
+      : ordinal_(ordinal),
+        pool_(pool),
+        name_(std::move(name)),
+        mem_("gpu (cuda)", capacity),
         warnings_(std::move(warnings)) {}
 
   ~CudaDevice() override {
@@ -141,7 +145,8 @@ class CudaDevice : public Device {
     void* p = std::aligned_alloc(4096, n);
     if (!p) {
       account.release(bytes, name);
-      return core::Error{core::ErrorKind::io, "host memory: " + core::format_bytes(bytes) + " for " + name + " refused"};
+      return core::Error{core::ErrorKind::io,
+                         "host memory: " + core::format_bytes(bytes) + " for " + name + " refused"};
     }
     return Buffer(p, bytes, name, &account, &free_pageable);
   }
@@ -251,7 +256,12 @@ class CudaDevice : public Device {
       if (Status g = gpu_op(cs); !g.ok()) return fail(g);
     auto task = std::make_unique<HostTask>(HostTask{this, waits, std::move(work), state});
     const cudaError_t e = cudaLaunchHostFunc(
-        cs, [](void* p) { auto* t = static_cast<HostTask*>(p); t->dev->complete(t); }, task.get());
+        cs,
+        [](void* p) {
+          auto* t = static_cast<HostTask*>(p);
+          t->dev->complete(t);
+        },
+        task.get());
     if (e != cudaSuccess) return fail(cuda_error(e, "cudaLaunchHostFunc", __FILE__, __LINE__));
     task.release();  // owned by the callback until complete() parks it
     cudaEvent_t ev = nullptr;
@@ -307,7 +317,8 @@ Result<std::unique_ptr<Device>> make_cuda_device(const CudaDeviceOptions& o) {
     (void)cudaMemPoolDestroy(pool);
     return cuda_error(cudaGetLastError(), "cudaMemPoolSetAttribute", __FILE__, __LINE__);
   }
-  return std::unique_ptr<Device>(std::make_unique<CudaDevice>(o.device, pool, capacity, prop.name, std::move(warnings)));
+  return std::unique_ptr<Device>(
+      std::make_unique<CudaDevice>(o.device, pool, capacity, prop.name, std::move(warnings)));
 }
 
 }  // namespace zs::exec

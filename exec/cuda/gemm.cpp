@@ -22,9 +22,9 @@ core::Error cublas_error(cublasStatus_t st, const char* what, const char* file, 
                                               cublasLtGetStatusString(st) + ") in " + what + " at " + file + ":" +
                                               std::to_string(line)};
 }
-#define ZS_CUBLAS_TRY(expr)                                                                           \
-  do {                                                                                                \
-    const cublasStatus_t zs_cb_s_ = (expr);                                                           \
+#define ZS_CUBLAS_TRY(expr)                                                                          \
+  do {                                                                                               \
+    const cublasStatus_t zs_cb_s_ = (expr);                                                          \
     if (zs_cb_s_ != CUBLAS_STATUS_SUCCESS) return cublas_error(zs_cb_s_, #expr, __FILE__, __LINE__); \
   } while (0)
 
@@ -117,14 +117,17 @@ core::Status CublasLtGemm::gemm(const Call& c, cudaStream_t s) {
     ZS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof t));
   }
   // Stored shapes: op(A) is m×k, op(B) is k×n.
-  const uint64_t a_rows = static_cast<uint64_t>(c.trans_a ? c.k : c.m), a_cols = static_cast<uint64_t>(c.trans_a ? c.m : c.k);
-  const uint64_t b_rows = static_cast<uint64_t>(c.trans_b ? c.n : c.k), b_cols = static_cast<uint64_t>(c.trans_b ? c.k : c.n);
+  const uint64_t a_rows = static_cast<uint64_t>(c.trans_a ? c.k : c.m),
+                 a_cols = static_cast<uint64_t>(c.trans_a ? c.m : c.k);
+  const uint64_t b_rows = static_cast<uint64_t>(c.trans_b ? c.n : c.k),
+                 b_cols = static_cast<uint64_t>(c.trans_b ? c.k : c.n);
   ZS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&ds.a, t, a_rows, a_cols, c.lda));
   ZS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&ds.b, t, b_rows, b_cols, c.ldb));
   ZS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&ds.d, t, static_cast<uint64_t>(c.m), static_cast<uint64_t>(c.n), c.ldd));
   ZS_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&ds.pref));
   const uint64_t ws = static_cast<uint64_t>(workspace_bytes_);
-  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  ZS_CUBLAS_TRY(
+      cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   // The heuristic assumes 256-byte-aligned pointers unless told: tensors inside flat buffers often are not.
   const uint32_t align_a = alignment_of(c.a), align_b = alignment_of(c.b), align_d = alignment_of(c.d);
   ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
@@ -140,9 +143,9 @@ core::Status CublasLtGemm::gemm(const Call& c, cudaStream_t s) {
   auto lt = static_cast<cublasLtHandle_t>(handle_);
   ZS_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(lt, ds.op, ds.a, ds.b, ds.d, ds.d, ds.pref, 1, &best, &found));
   if (found == 0)
-    return core::Error{core::ErrorKind::unsupported,
-                       "cuBLASLt has no algorithm for a " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
-                           std::to_string(c.k) + " GEMM of this type and layout"};
+    return core::Error{core::ErrorKind::unsupported, "cuBLASLt has no algorithm for a " + std::to_string(c.m) + "x" +
+                                                         std::to_string(c.n) + "x" + std::to_string(c.k) +
+                                                         " GEMM of this type and layout"};
   const float alpha = 1.0f;
   ZS_CUBLAS_TRY(cublasLtMatmul(lt, ds.op, &alpha, c.a, ds.a, c.b, ds.b, &c.beta, c.d, ds.d, c.d, ds.d, &best.algo,
                                workspace_, workspace_bytes_, s));
@@ -206,11 +209,11 @@ core::Status CublasLtGemm::matmul_backward(T* dinp, T* dweight, T* dbias, const 
   return gemm(dx, s);
 }
 
-#define ZS_GEMM_INSTANTIATE(T)                                                                                    \
-  template core::Status CublasLtGemm::matmul_forward<T>(T*, const T*, const T*, const T*, int64_t, int64_t,       \
-                                                        int64_t, WeightLayout, cudaStream_t);                     \
-  template core::Status CublasLtGemm::matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t,       \
-                                                         int64_t, int64_t, WeightLayout, GradWrite, bool, cudaStream_t);
+#define ZS_GEMM_INSTANTIATE(T)                                                                                       \
+  template core::Status CublasLtGemm::matmul_forward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t, \
+                                                        WeightLayout, cudaStream_t);                                 \
+  template core::Status CublasLtGemm::matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, \
+                                                         int64_t, WeightLayout, GradWrite, bool, cudaStream_t);
 ZS_GEMM_INSTANTIATE(float)
 ZS_GEMM_INSTANTIATE(bf16_t)
 ZS_GEMM_INSTANTIATE(fp16_t)

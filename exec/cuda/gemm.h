@@ -32,8 +32,8 @@ class CublasLtGemm {
 
   // T: float, bf16_t, fp16_t (exec/storage_types.h). Same arguments as the reference plus the stream.
   template <class T>
-  core::Status matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int64_t N, int64_t IN,
-                              int64_t OUT, WeightLayout layout, cudaStream_t s);
+  core::Status matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int64_t N, int64_t IN, int64_t OUT,
+                              WeightLayout layout, cudaStream_t s);
   template <class T>
   core::Status matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t N,
                                int64_t IN, int64_t OUT, WeightLayout layout, GradWrite w, bool accumulate_dinp,

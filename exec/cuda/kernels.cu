@@ -83,8 +83,9 @@ inline unsigned blocks_for(int64_t n) {
   const int64_t b = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
 }
-#define ZS_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+#define ZS_GRID_STRIDE(i, n)                                                             \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 cudaError_t launched() { return cudaGetLastError(); }
 
@@ -271,8 +272,9 @@ cudaError_t norm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T*
   float* pb = dbias ? pw + chunks * C : nullptr;
   norm_stats_kernel<T, Rms><<<static_cast<unsigned>(N), kThreads, 0, s>>>(stats, inp, C, eps);
   // The weight gradient reads inp before the input gradient (which may overwrite it) is written.
-  norm_weight_partials_kernel<T><<<dim3(static_cast<unsigned>((C + kThreads - 1) / kThreads), chunks), kThreads, 0, s>>>(
-      pw, pb, dout, inp, stats, N, C);
+  norm_weight_partials_kernel<T>
+      <<<dim3(static_cast<unsigned>((C + kThreads - 1) / kThreads), chunks), kThreads, 0, s>>>(pw, pb, dout, inp, stats,
+                                                                                               N, C);
   column_partials_finish_kernel<T><<<blocks_for(C), kThreads, 0, s>>>(dweight, pw, chunks, C, w);
   if (dbias) column_partials_finish_kernel<T><<<blocks_for(C), kThreads, 0, s>>>(dbias, pb, chunks, C, w);
   norm_input_grad_kernel<T, Rms><<<static_cast<unsigned>(N), kThreads, 0, s>>>(dinp, dout, inp, weight, dres, stats, C);
@@ -586,7 +588,8 @@ __global__ void gelu_tanh_backward_kernel(T* dinp, const T* inp, const T* dout, 
     const float x = to_f(inp[i]);
     const float u = kGeluScale * (x + 0.044715f * x * x * x);
     const float th = tanh_via_exp(u);
-    const float local = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+    const float local =
+        0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
     dinp[i] = from_f<T>(local * to_f(dout[i]));
   }
 }
@@ -599,8 +602,8 @@ __global__ void swiglu_forward_kernel(T* out, const T* gate, const T* up, int64_
   }
 }
 template <class T>
-__global__ void swiglu_backward_kernel(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t N, int64_t F,
-                                       int64_t in_stride) {
+__global__ void swiglu_backward_kernel(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t N,
+                                       int64_t F, int64_t in_stride) {
   ZS_GRID_STRIDE(e, N * F) {
     const int64_t k = e / F * in_stride + e % F;
     const float g = to_f(gate[k]), u = to_f(up[k]), dy = to_f(dout[e]);
@@ -757,7 +760,8 @@ cudaError_t embedding_backward(T* dtable, const T* dout, const int32_t* tokens, 
     if (e != cudaSuccess) return e;
   }
   if (N <= 0 || C <= 0) return launched();
-  embedding_scatter_first_occurrence_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, s>>>(dtable, dout, tokens, N, C, w);
+  embedding_scatter_first_occurrence_kernel<T>
+      <<<static_cast<unsigned>(N), kThreads, 0, s>>>(dtable, dout, tokens, N, C, w);
   return launched();
 }
 
@@ -806,8 +810,9 @@ cudaError_t bias_backward(T* dbias, const T* dout, int64_t N, int64_t OUT, GradW
   const int chunks = static_cast<int>(N < kRowChunks ? (N < 1 ? 1 : N) : kRowChunks);
   Scratch scratch(sizeof(float) * static_cast<size_t>(chunks * OUT), s);
   if (scratch.err != cudaSuccess) return scratch.err;
-  column_sum_partials_kernel<T><<<dim3(static_cast<unsigned>((OUT + kThreads - 1) / kThreads), chunks), kThreads, 0, s>>>(
-      scratch.as<float>(), dout, N, OUT);
+  column_sum_partials_kernel<T>
+      <<<dim3(static_cast<unsigned>((OUT + kThreads - 1) / kThreads), chunks), kThreads, 0, s>>>(scratch.as<float>(),
+                                                                                                 dout, N, OUT);
   column_partials_finish_kernel<T><<<blocks_for(OUT), kThreads, 0, s>>>(dbias, scratch.as<float>(), chunks, OUT, w);
   return launched();
 }
@@ -825,7 +830,8 @@ cudaError_t rope_backward(T* dq, T* dk, int64_t ld_q, int64_t ld_kv, int64_t B, 
                           int64_t HD, float theta, cudaStream_t s) {
   const int64_t work = B * T_ * (NH + NKV) * (HD / 2);
   if (work <= 0) return cudaSuccess;
-  rope_rotate_kernel<T><<<blocks_for(work), kThreads, 0, s>>>(dq, dk, ld_q, ld_kv, B * T_, T_, NH, NKV, HD, theta, -1.0f);
+  rope_rotate_kernel<T>
+      <<<blocks_for(work), kThreads, 0, s>>>(dq, dk, ld_q, ld_kv, B * T_, T_, NH, NKV, HD, theta, -1.0f);
   return launched();
 }
 
@@ -851,9 +857,9 @@ cudaError_t attention_forward(T* out, float* lse, const T* q, const T* k, const 
 }
 
 template <class T>
-cudaError_t attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
-                               const float* lse, int64_t ld_q, int64_t ld_kv, int64_t B, int64_t T_, int64_t NH,
-                               int64_t NKV, int64_t HD, cudaStream_t s) {
+cudaError_t attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const float* lse,
+                               int64_t ld_q, int64_t ld_kv, int64_t B, int64_t T_, int64_t NH, int64_t NKV, int64_t HD,
+                               cudaStream_t s) {
   if (!attention_shape_ok(NH, NKV, HD)) return cudaErrorInvalidValue;
   if (B * T_ <= 0) return cudaSuccess;
   const int64_t N = B * T_;
@@ -871,9 +877,9 @@ cudaError_t attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, c
   flash_attention_backward_key_kernel<T><<<kgrid, kAttWarps * kWarp, staged_bytes(HD, 2 * staged_rows(HD)), s>>>(
       dk, dv, dout, q, k, v, lse, Dbuf, ld_q, ld_kv, T_, NH, NKV, HD);
   // dq may alias q: it is written only now, after the key pass has read q.
-  const cudaError_t e = cudaMemcpy2DAsync(dq, sizeof(T) * static_cast<size_t>(ld_q), dq_tmp,
-                                          sizeof(T) * static_cast<size_t>(NH * HD), sizeof(T) * static_cast<size_t>(NH * HD),
-                                          static_cast<size_t>(N), cudaMemcpyDeviceToDevice, s);
+  const cudaError_t e =
+      cudaMemcpy2DAsync(dq, sizeof(T) * static_cast<size_t>(ld_q), dq_tmp, sizeof(T) * static_cast<size_t>(NH * HD),
+                        sizeof(T) * static_cast<size_t>(NH * HD), static_cast<size_t>(N), cudaMemcpyDeviceToDevice, s);
   if (e != cudaSuccess) return e;
   return launched();
 }
@@ -914,7 +920,8 @@ template <class T>
 cudaError_t crossentropy_forward(float* losses, float* probs, const T* logits, const int32_t* targets, int64_t N,
                                  int64_t V, cudaStream_t s) {
   if (N <= 0) return cudaSuccess;
-  softmax_crossentropy_forward_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, s>>>(losses, probs, logits, targets, V);
+  softmax_crossentropy_forward_kernel<T>
+      <<<static_cast<unsigned>(N), kThreads, 0, s>>>(losses, probs, logits, targets, V);
   return launched();
 }
 template <class T>
@@ -948,7 +955,8 @@ cudaError_t cast_from_f32(T* out, const float* in, int64_t n, cudaStream_t s) {
 
 cudaError_t adam_step(const AdamScalars& sc, const AdamBuffers& b, cudaStream_t s) {
   if (b.n <= 0) return cudaSuccess;
-  if (!b.params || !b.grads || !b.exp_avg || !b.exp_avg_sq || ((b.lp_dtype != LpDtype::none) != (b.lp_params != nullptr)))
+  if (!b.params || !b.grads || !b.exp_avg || !b.exp_avg_sq ||
+      ((b.lp_dtype != LpDtype::none) != (b.lp_params != nullptr)))
     return cudaErrorInvalidValue;
   switch (b.grad_dtype) {
     case GradDtype::fp32:
@@ -969,7 +977,8 @@ cudaError_t adam_step(const AdamScalars& sc, const AdamBuffers& b, cudaStream_t 
   template cudaError_t embedding_backward<T>(T*, const T*, const int32_t*, int64_t, int64_t, int64_t, GradWrite,      \
                                              cudaStream_t);                                                           \
   template cudaError_t position_forward<T>(T*, const T*, int64_t, int64_t, int64_t, cudaStream_t);                    \
-  template cudaError_t position_backward<T>(T*, const T*, int64_t, int64_t, int64_t, int64_t, GradWrite, cudaStream_t); \
+  template cudaError_t position_backward<T>(T*, const T*, int64_t, int64_t, int64_t, int64_t, GradWrite,              \
+                                            cudaStream_t);                                                            \
   template cudaError_t layernorm_forward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, float, cudaStream_t); \
   template cudaError_t layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t,    \
                                              float, GradWrite, cudaStream_t);                                         \

@@ -65,9 +65,9 @@ cudaError_t attention_forward(T* out, float* lse, const T* q, const T* k, const 
                               int64_t B, int64_t T_, int64_t NH, int64_t NKV, int64_t HD, cudaStream_t s);
 // Recomputes P from lse: pass 1 (per query row) D = Σ_j P·(dout·v), dq; pass 2 (per key row) dk, dv.
 template <class T>
-cudaError_t attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
-                               const float* lse, int64_t ld_q, int64_t ld_kv, int64_t B, int64_t T_, int64_t NH,
-                               int64_t NKV, int64_t HD, cudaStream_t s);
+cudaError_t attention_backward(T* dq, T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v, const float* lse,
+                               int64_t ld_q, int64_t ld_kv, int64_t B, int64_t T_, int64_t NH, int64_t NKV, int64_t HD,
+                               cudaStream_t s);
 
 // --- activations, residuals, loss ----------------------------------------------------------------------------
 template <class T>
@@ -75,8 +75,7 @@ cudaError_t gelu_forward(T* out, const T* inp, int64_t n, cudaStream_t s);
 template <class T>
 cudaError_t gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n, cudaStream_t s);
 template <class T>
-cudaError_t swiglu_forward(T* out, const T* gate, const T* up, int64_t N, int64_t F, int64_t in_stride,
-                           cudaStream_t s);
+cudaError_t swiglu_forward(T* out, const T* gate, const T* up, int64_t N, int64_t F, int64_t in_stride, cudaStream_t s);
 template <class T>
 cudaError_t swiglu_backward(T* dgate, T* dup, const T* dout, const T* gate, const T* up, int64_t N, int64_t F,
                             int64_t in_stride, cudaStream_t s);

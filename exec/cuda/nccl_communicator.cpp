@@ -23,11 +23,11 @@ core::Error nccl_error(ncclResult_t r, const std::string& what, const char* file
                                               ncclGetErrorString(r) + ") in " + what + " at " + file + ":" +
                                               std::to_string(line)};
 }
-#define ZS_NCCL_TRY(expr)                                                                                     \
-  do {                                                                                                        \
-    const ncclResult_t zs_nccl_r_ = (expr);                                                                   \
-    if (zs_nccl_r_ != ncclSuccess && zs_nccl_r_ != ncclInProgress)                                            \
-      return nccl_error(zs_nccl_r_, #expr, __FILE__, __LINE__);                                               \
+#define ZS_NCCL_TRY(expr)                                          \
+  do {                                                             \
+    const ncclResult_t zs_nccl_r_ = (expr);                        \
+    if (zs_nccl_r_ != ncclSuccess && zs_nccl_r_ != ncclInProgress) \
+      return nccl_error(zs_nccl_r_, #expr, __FILE__, __LINE__);    \
   } while (0)
 
 ncclDataType_t nccl_type(DType t) {
@@ -45,15 +45,15 @@ ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::avg ? ncclAvg : ncclSu
 
 class NcclCommunicator : public Communicator {
  public:
-  NcclCommunicator(const NcclOptions& o, ncclComm_t comm, void* scratch)
-      : o_(o), comm_(comm), scratch_(scratch) {}
+  NcclCommunicator(const NcclOptions& o, ncclComm_t comm, void* scratch) : o_(o), comm_(comm), scratch_(scratch) {}
   ~NcclCommunicator() override {
     (void)cudaSetDevice(o_.cuda_device);
     if (comm_ && !aborted_) {
       // Flush what was issued (with the deadline), then release; abort if the flush fails or hangs.
       const ncclResult_t fr = ncclCommFinalize(comm_);
-      const Status f = fr == ncclSuccess || fr == ncclInProgress ? settle("nccl finalize")
-                                                                 : Status(nccl_error(fr, "ncclCommFinalize", __FILE__, __LINE__));
+      const Status f = fr == ncclSuccess || fr == ncclInProgress
+                           ? settle("nccl finalize")
+                           : Status(nccl_error(fr, "ncclCommFinalize", __FILE__, __LINE__));
       if (f.ok())
         (void)ncclCommDestroy(comm_);
       else if (!aborted_)
@@ -98,9 +98,12 @@ class NcclCommunicator : public Communicator {
     const auto s = static_cast<cudaStream_t>(c.stream);
     const size_t bytes = sizeof(double) * static_cast<size_t>(count);
     ZS_CUDA_TRY(cudaMemcpyAsync(scratch_, buf, bytes, cudaMemcpyHostToDevice, s));
-    ZS_TRY(run("all_reduce_f64", c, [&](cudaStream_t st) {
-      return ncclAllReduce(scratch_, scratch_, static_cast<size_t>(count), ncclFloat64, nccl_op(op), comm_, st);
-    }, /*force_wait=*/true));
+    ZS_TRY(run(
+        "all_reduce_f64", c,
+        [&](cudaStream_t st) {
+          return ncclAllReduce(scratch_, scratch_, static_cast<size_t>(count), ncclFloat64, nccl_op(op), comm_, st);
+        },
+        /*force_wait=*/true));
     ZS_CUDA_TRY(cudaMemcpyAsync(buf, scratch_, bytes, cudaMemcpyDeviceToHost, s));
     ZS_CUDA_TRY(cudaStreamSynchronize(s));
     return {};
@@ -112,9 +115,10 @@ class NcclCommunicator : public Communicator {
   }
   // A one-float all-reduce on the device scratch, always waited for.
   Status barrier(const CollectiveCall& c) override {
-    return run("barrier", c, [&](cudaStream_t s) {
-      return ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, s);
-    }, /*force_wait=*/true);
+    return run(
+        "barrier", c,
+        [&](cudaStream_t s) { return ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, s); },
+        /*force_wait=*/true);
   }
 
   static constexpr int64_t kScratchDoubles = 4096;
@@ -134,7 +138,8 @@ class NcclCommunicator : public Communicator {
       if (r != ncclSuccess) return nccl_error(r, what + ": ncclCommGetAsyncError", __FILE__, __LINE__);
       if (st == ncclSuccess) return {};
       if (st != ncclInProgress) return fail_abort(what + ": " + ncclGetErrorString(st) + last_error());
-      if (Clock::now() > deadline) return fail_abort(what + ": not complete after " + secs() + "; communicator aborted");
+      if (Clock::now() > deadline)
+        return fail_abort(what + ": not complete after " + secs() + "; communicator aborted");
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
@@ -220,7 +225,8 @@ core::Result<std::unique_ptr<Communicator>> make_nccl_communicator(const NcclOpt
   const ncclResult_t r = ncclCommInitRankConfig(&comm, o.world, id, o.rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
     (void)cudaFree(scratch);
-    return nccl_error(r, "ncclCommInitRankConfig (rank " + std::to_string(o.rank) + " of " + std::to_string(o.world) + ")",
+    return nccl_error(r,
+                      "ncclCommInitRankConfig (rank " + std::to_string(o.rank) + " of " + std::to_string(o.world) + ")",
                       __FILE__, __LINE__);
   }
   auto c = std::make_unique<NcclCommunicator>(o, comm, scratch);

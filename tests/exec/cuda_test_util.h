@@ -7,9 +7,9 @@
 // fp32 summation order plus at most one rounding step of T.
 #pragma once
 
-#include <catch2/catch.hpp>
 #include <cuda_runtime.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <random>

@@ -32,7 +32,8 @@ TEMPLATE_TEST_CASE("cuBLASLt linear layers match the reference matmul", "[.gpu][
 
       std::vector<T> out(N * OUT);
       matmul_forward<T>(out.data(), inp.data(), weight.data(), bias.data(), N, IN, OUT, layout);
-      REQUIRE(gemm->matmul_forward<T>(d_out.get(), d_inp.get(), d_w.get(), d_b.get(), N, IN, OUT, layout, nullptr).ok());
+      REQUIRE(
+          gemm->matmul_forward<T>(d_out.get(), d_inp.get(), d_w.get(), d_b.get(), N, IN, OUT, layout, nullptr).ok());
       expect_close(d_out.download(), out, tol, "forward with bias");
       matmul_forward<T>(out.data(), inp.data(), weight.data(), nullptr, N, IN, OUT, layout);
       REQUIRE(gemm->matmul_forward<T>(d_out.get(), d_inp.get(), d_w.get(), nullptr, N, IN, OUT, layout, nullptr).ok());
