@@ -234,6 +234,12 @@ TEMPLATE_TEST_CASE("gpu gradient accumulate and casts match the reference", "[.g
   const double gss = d_ss.download()[0];
   CHECK(ss > 1000);
   CHECK(gss == Approx(ss).epsilon(1e-10));  // doubles over 1e5 terms: only the order differs (~1e-14 expected)
+  cuda_ok(gpu::cast_to_f32_sumsq<T>(nullptr, d_a.get(), n, d_ss.get(), nullptr));  // the norm alone
+  CHECK(d_ss.download()[0] == gss);                                                // same order, same bits
+
+  cuda_ok(gpu::grad_accumulate<T>(d_a.get(), d_b.get(), n, true, nullptr));  // overwrite: a copy
+  auto copied = d_a.download();
+  CHECK(std::memcmp(copied.data(), b.data(), sizeof(T) * n) == 0);
 
   auto src = random_vec<float>(n, rng, -100, 100);
   DevBuf<float> d_src(src);
