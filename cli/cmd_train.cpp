@@ -26,6 +26,9 @@
 #include "exec/data.h"
 #include "exec/engine.h"
 #include "exec/host_device.h"
+#if defined(ZEROSIM_HAVE_CUDA)
+#include "exec/cuda/cuda_device.h"
+#endif
 #include "exec/host_probe.h"
 #ifdef ZEROSIM_HAVE_MPI
 #include "exec/mpi_communicator.h"
@@ -218,9 +221,20 @@ void run_train(const Opts& o, int& exit_code) {
     return fail("--checkpoint/--resume with more than one rank is not supported yet", 2);
   if (G.world > 1 && !o.device_profile.empty())
     return fail("--write-device-profile measures one process: run it without mpirun", 2);
-  if (o.device != "host")
-    return fail("--device " + o.device + ": this build has the host device only (the CUDA device comes with issue 7)",
+  if (o.device == "cuda") {
+    // The CUDA device, kernels and NCCL exist (exec/cuda/); the engine's compute handler still runs the host
+    // reference kernels as host work, so training on the GPU is refused rather than run on the CPU in disguise.
+#if defined(ZEROSIM_HAVE_CUDA)
+    const exec::CudaAvailability a = exec::cuda_available();
+    const std::string gpu = a.usable ? "a GPU is present, but" : a.reason + "; and";
+#else
+    const std::string gpu = "this build has no CUDA (configure with nvcc on the PATH or at /usr/local/cuda); and";
+#endif
+    return fail("--device cuda: " + gpu +
+                    " end-to-end training on the CUDA device is not wired into the engine yet; use --device host",
                 2);
+  }
+  if (o.device != "host") return fail("--device " + o.device + ": not one of host, cuda", 2);
   if (o.steps < 0) return fail("--steps must be >= 0", 2);
   if (o.resume && o.checkpoint.empty()) return fail("--resume needs --checkpoint DIR", 2);
   if (in->model.vocab < 256)

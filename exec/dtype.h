@@ -10,17 +10,11 @@
 
 #include "core/strategy.h"
 #include "exec/half.h"
+#include "exec/storage_types.h"
 
 namespace zs::exec {
 
 enum class DType : uint8_t { fp32, fp16, bf16 };
-
-struct bf16_t {
-  uint16_t bits;
-};
-struct fp16_t {
-  uint16_t bits;
-};
 
 inline float to_f32(float x) { return x; }
 inline float to_f32(bf16_t x) { return bf16_to_float(x.bits); }

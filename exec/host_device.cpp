@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/memory.h"
+#include "exec/event_state.h"
 
 namespace zs::exec {
 
@@ -87,21 +88,6 @@ void Buffer::reset() {
 }
 
 // --- Event -----------------------------------------------------------------------------------------------------
-
-struct Event::State {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  Status status;
-  void finish(Status s) {
-    {
-      std::lock_guard<std::mutex> lk(mu);
-      status = std::move(s);
-      done = true;
-    }
-    cv.notify_all();
-  }
-};
 
 bool Event::done() const {
   if (!s_) return true;

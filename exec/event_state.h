@@ -1,0 +1,31 @@
+// Internal to exec/ devices: what an Event (device.h) points at — a completion flag with the status the work
+// ended with, and, on the CUDA device, the cudaEvent_t recorded after the work (so other streams wait on the GPU
+// instead of the host). Shared by host_device.cpp and exec/cuda/cuda_device.cpp.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+#include "exec/device.h"
+
+namespace zs::exec {
+
+struct Event::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  // The device's native completion marker (cudaEvent_t on CUDA; owns it), or empty on the host device.
+  std::shared_ptr<void> native;
+  void finish(Status s) {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      status = std::move(s);
+      done = true;
+    }
+    cv.notify_all();
+  }
+};
+
+}  // namespace zs::exec
