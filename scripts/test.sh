@@ -15,4 +15,5 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer build =="
 bash "$root/scripts/build.sh" "$root/build-asan" -DZEROSIM_SANITIZE=ON -DZEROSIM_WITH_BENCH=OFF -DZEROSIM_WITH_CUDA=OFF \
   -DZEROSIM_WITH_GUI=OFF
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
 (cd "$root/build-asan" && ctest --output-on-failure -j "$jobs")
