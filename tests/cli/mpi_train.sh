@@ -14,6 +14,10 @@
 # Then: a rank that skips a collective makes the job fail with a timeout naming the op and the ranks, not hang;
 # --bind-cores-to-rank reports disjoint (or, oversubscribed, shared) cores. Skips only when mpirun is absent.
 set -u
+# Under the sanitized run (scripts/test.sh sets ASAN_OPTIONS), LeakSanitizer must unwind Open MPI's allocations
+# slowly: its libraries lack frame pointers, so fast unwinding yields "<unknown module>" frames that the suppressions
+# in tests/lsan.supp cannot match. Only these MPI tests pay for it.
+[ -n "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
 bin="$1"; root="$2"
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found"; exit 0; }
 # A build without MPI (CMake found none) refuses mpirun: that is checked, then there is nothing more to run.
