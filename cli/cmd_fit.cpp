@@ -134,6 +134,10 @@ void print_human(const Inputs& in, const core::MemoryReport& r, const std::vecto
     const auto& b = r.tier(*r.binding);
     std::printf("verdict: FITS (tightest tier %s, %s headroom)\n", core::to_string(*r.binding).c_str(),
                 core::format_bytes(b.headroom_bytes()).c_str());
+  } else if (r.binding && r.tier(*r.binding).fits()) {
+    // Every tier has room: what fails is DeepSpeed itself (an assert it raises for this config, printed above).
+    std::printf("verdict: DOES NOT FIT (every tier has room, but DeepSpeed refuses this config: %zu problem%s above)\n",
+                r.problems.size(), r.problems.size() == 1 ? "" : "s");
   } else if (r.binding) {
     const auto& b = r.tier(*r.binding);
     std::printf("verdict: DOES NOT FIT (%s needs %s, has %s: short by %s)\n", core::to_string(*r.binding).c_str(),

@@ -302,7 +302,7 @@ void run_train(const Opts& o, int& exit_code) {
 
   const auto& st = in->strategy;
   if (!o.json && lead) {
-    std::printf("%s on %s (%s device), %s, ZeRO-%d, optimizer %s, params %s, %s, schedule %s\n", in->model.name.c_str(),
+    std::printf("%s on %s, device %s, %s, ZeRO-%d, optimizer %s, params %s, %s, schedule %s\n", in->model.name.c_str(),
                 in->hardware.name.c_str(), o.device.c_str(), st.source.c_str(), st.zero.stage,
                 core::to_string(st.zero.offload_optimizer.device).c_str(),
                 core::to_string(st.zero.offload_param.device).c_str(), core::to_string(st.model_dtype()).c_str(),

@@ -35,8 +35,10 @@ struct TransientPeak {
 };
 TransientPeak fwd_bwd_peak(const ModelSpec& m, const Strategy& s, const ActivationBytes& a,
                            const std::vector<TraceStep>& trace, const CoordinatorReplay* rep, bool grads_transient) {
-  const auto modules = module_table(m);
-  const auto tensors = tensor_table(m);
+  const auto modules_p = shared_module_table(m);
+  const auto tensors_p = shared_tensor_table(m);
+  const auto& modules = *modules_p;
+  const auto& tensors = *tensors_p;
   const int64_t lp = bytes_per_element(s.model_dtype());
   const auto& ac = s.activation_checkpointing;
   const bool ckpt = ac.enabled, cpu_ckpt = ac.enabled && ac.cpu_checkpointing;
@@ -217,7 +219,8 @@ PartitionSizes partition_sizes(const ModelSpec& m, const Strategy& s) {
   z.partition = stage >= 1 ? ceil_div(z.params, world) : z.params;
   z.lp_bytes = bytes_per_element(s.model_dtype());
   z.largest_module = largest_layer_params(m);
-  auto tensors = tensor_table(m);
+  const auto tensors_p = shared_tensor_table(m);
+  const auto& tensors = *tensors_p;
   for (const auto& t : tensors) z.largest_param = std::max(z.largest_param, t.numel);
 
   if (stage < 3) {
@@ -340,7 +343,7 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
       if (rep.swap_buffer_shortfall > 0)
         r.problems.push_back(
             "offload_param.buffer_count " + std::to_string(z.offload_param.buffer_count) + " is too few: fetching " +
-            module_table(m)[trace[rep.shortfall_step].module].name + " (trace step " +
+            (*shared_module_table(m))[trace[rep.shortfall_step].module].name + " (trace step " +
             std::to_string(rep.shortfall_step) + ") needs " + std::to_string(rep.swap_buffer_shortfall) +
             " more swap buffers while parameters still gathered (stage3_max_reuse_distance) or swapped in ahead "
             "hold theirs: DeepSpeed "
@@ -361,7 +364,7 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
       // int((1 - ratio) x n) of the n (subgroup_to_device), so with one sub-group a ratio below 1 does nothing.
       int64_t on_gpu = 0;
       if (z.offload_optimizer.ratio < 1.0) {
-        const std::vector<int64_t> groups = zero3_sub_groups(tensor_table(m), s);
+        const std::vector<int64_t> groups = zero3_sub_groups(*shared_tensor_table(m), s);
         const auto n = static_cast<int64_t>(groups.size());
         const auto k = std::min(n, static_cast<int64_t>((1.0 - z.offload_optimizer.ratio) * static_cast<double>(n)));
         for (int64_t g = 0; g < k; ++g) on_gpu += groups[static_cast<size_t>(g)];
@@ -428,7 +431,7 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
     // buffered_allreduce_fallback: each reduce_bucket_size bucket of grads is flattened into a fresh buffer.
     const int64_t cb = s.communication_data_type ? bytes_per_element(*s.communication_data_type) : lp;
     int64_t bucket = 0, largest = 0;
-    for (const auto& t : tensor_table(m)) {
+    for (const auto& t : *shared_tensor_table(m)) {
       if (t.tied) continue;
       if (bucket > 0 && bucket + t.numel > z.reduce_bucket_size) bucket = 0;
       bucket += t.numel;

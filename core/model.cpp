@@ -1,6 +1,9 @@
 #include "core/model.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "core/json_reader.h"
@@ -116,8 +119,8 @@ std::vector<TensorInfo> tensor_table(const ModelSpec& m) {
   return b.take();
 }
 
-std::vector<ModuleInfo> module_table(const ModelSpec& m) {
-  const auto tensors = tensor_table(m);
+namespace {
+std::vector<ModuleInfo> modules_of(const std::vector<TensorInfo>& tensors) {
   std::vector<ModuleInfo> out;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorInfo& t = tensors[i];
@@ -128,22 +131,56 @@ std::vector<ModuleInfo> module_table(const ModelSpec& m) {
   return out;
 }
 
+// What the tables depend on: every field but the name, description and source.
+using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int,
+                            bool, bool, bool, bool, int>;
+ShapeKey shape_key(const ModelSpec& m) {
+  return {static_cast<int>(m.arch), m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn_hidden, m.vocab,
+          m.max_seq_len, m.tied_embeddings, static_cast<int>(m.activation), static_cast<int>(m.norm), m.qkv_bias,
+          m.mlp_bias, m.attn_out_bias, m.norm_bias, static_cast<int>(m.position)};
+}
+struct Tables {
+  std::shared_ptr<const std::vector<TensorInfo>> tensors;
+  std::shared_ptr<const std::vector<ModuleInfo>> modules;
+};
+Tables tables_of(const ModelSpec& m) {
+  static std::mutex mu;
+  static std::map<ShapeKey, Tables> cache;
+  const ShapeKey key = shape_key(m);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  Tables t;
+  auto tensors = std::make_shared<const std::vector<TensorInfo>>(tensor_table(m));
+  t.modules = std::make_shared<const std::vector<ModuleInfo>>(modules_of(*tensors));
+  t.tensors = std::move(tensors);
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() >= 64) cache.clear();  // a sweep over many shapes: start over rather than grow without bound
+  return cache.emplace(key, t).first->second;
+}
+}  // namespace
+
+std::vector<ModuleInfo> module_table(const ModelSpec& m) { return *tables_of(m).modules; }
+std::shared_ptr<const std::vector<TensorInfo>> shared_tensor_table(const ModelSpec& m) { return tables_of(m).tensors; }
+std::shared_ptr<const std::vector<ModuleInfo>> shared_module_table(const ModelSpec& m) { return tables_of(m).modules; }
+
 int64_t parameter_count(const ModelSpec& m) {
   int64_t n = 0;
-  for (const auto& t : tensor_table(m))
+  for (const auto& t : *shared_tensor_table(m))
     if (!t.tied) n += t.numel;
   return n;
 }
 
 int64_t largest_layer_params(const ModelSpec& m) {
   int64_t best = 0;
-  for (const auto& mod : module_table(m)) best = std::max(best, mod.direct_params);
+  for (const auto& mod : *shared_module_table(m)) best = std::max(best, mod.direct_params);
   return best;
 }
 
 int64_t block_params(const ModelSpec& m) {
   int64_t n = 0;
-  for (const auto& t : tensor_table(m))
+  for (const auto& t : *shared_tensor_table(m))
     if (t.layer == 0) n += t.numel;
   return n;
 }
@@ -151,7 +188,7 @@ int64_t block_params(const ModelSpec& m) {
 int64_t embedding_params(const ModelSpec& m) {
   int64_t n = 0;
   // Outside the blocks, the 2-D tensors are the embeddings and the head; the 1-D ones are the final norm.
-  for (const auto& t : tensor_table(m))
+  for (const auto& t : *shared_tensor_table(m))
     if (t.layer < 0 && t.shape.size() == 2 && !t.tied) n += t.numel;
   return n;
 }
@@ -160,7 +197,7 @@ FlopsPerToken flops_per_token(const ModelSpec& m, int64_t seq_len) {
   FlopsPerToken f;
   double matmul_numel = 0;
   // A tied head still runs its GEMM: tied saves memory, not compute.
-  for (const auto& t : tensor_table(m))
+  for (const auto& t : *shared_tensor_table(m))
     if (t.is_matmul) matmul_numel += static_cast<double>(t.numel);
   f.forward_gemm = 2.0 * matmul_numel;
   f.forward_attention = 4.0 * static_cast<double>(m.layers) * static_cast<double>(seq_len) *

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,10 @@ struct ModuleInfo {
 std::vector<TensorInfo> tensor_table(const ModelSpec& m);
 // Leaf modules in forward order (embedding, per block: norm1, attn(qkv), attn out, norm2, mlp..., final norm, head).
 std::vector<ModuleInfo> module_table(const ModelSpec& m);
+// The same two tables built once per model shape and shared, immutable (thread-safe; a few dozen shapes are kept).
+// For hot paths: fit's fixes evaluate the memory model dozens of times, each walking the tables several times.
+std::shared_ptr<const std::vector<TensorInfo>> shared_tensor_table(const ModelSpec& m);
+std::shared_ptr<const std::vector<ModuleInfo>> shared_module_table(const ModelSpec& m);
 // Parameters counted once (tied tensors once), as HF's num_parameters() and DeepSpeed's model_to_params.
 int64_t parameter_count(const ModelSpec& m);
 // DeepSpeed's largest_layer_params: max over modules of their direct parameter numel.

@@ -10,7 +10,8 @@ constexpr int64_t kMinAioBytes = 1 << 20;  // DeepSpeed's swap_tensor/utils.py M
 }  // namespace
 
 std::vector<TraceStep> module_trace(const ModelSpec& m, bool recompute) {
-  auto modules = module_table(m);
+  const auto modules_p = shared_module_table(m);
+  const auto& modules = *modules_p;
   std::vector<TraceStep> t;
   t.reserve(modules.size() * (recompute ? 3 : 2));
   for (size_t i = 0; i < modules.size(); ++i) t.push_back({i, Pass::forward});
@@ -33,7 +34,8 @@ ParamSwap param_swap(const ModelSpec& m, const Strategy& s) {
   const ZeroConfig& z = s.zero;
   if (z.stage != 3 || z.offload_param.device != OffloadDevice::nvme) return w;
   w.buffer_count = z.offload_param.buffer_count;
-  const auto tensors = tensor_table(m);
+  const auto tensors_p = shared_tensor_table(m);
+  const auto& tensors = *tensors_p;
   const int64_t world = s.world(), lp = bytes_per_element(s.model_dtype());
   const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
   int64_t total = 0;
@@ -53,8 +55,10 @@ ParamSwap param_swap(const ModelSpec& m, const Strategy& s) {
 CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<TraceStep>& trace, const ZeroConfig& z,
                                      const ParamSwap& swap) {
   CoordinatorReplay r;
-  auto tensors = tensor_table(m);
-  auto modules = module_table(m);
+  const auto tensors_p = shared_tensor_table(m);
+  const auto modules_p = shared_module_table(m);
+  const auto& tensors = *tensors_p;
+  const auto& modules = *modules_p;
 
   // Parameter ids: one per untied tensor; a tied tensor resolves to the token embedding (tensor 0).
   std::vector<size_t> tensor_to_param(tensors.size());
