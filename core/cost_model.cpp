@@ -213,11 +213,13 @@ double compute_time_s(const CostModel& c, const Op& op) {
     }
     case OpKind::adam_gpu: {
       const double bytes = op.mem_bound_bytes > 0 ? static_cast<double>(op.mem_bound_bytes)
-                                                  : static_cast<double>(op.elements) * c.gpu_adam_bytes_per_param;
+                                                  : static_cast<double>(op.elements) *
+                                                        (c.gpu_adam_bytes_per_param + c.unscale_bytes_per_param);
       return bytes / c.hbm_Bps + c.kernel_launch_s;
     }
     case OpKind::adam_cpu:
-      return static_cast<double>(op.elements) / c.cpu_adam_params_per_s;
+      return static_cast<double>(op.elements) / c.cpu_adam_params_per_s +
+             static_cast<double>(op.elements) * c.unscale_bytes_per_param / c.dram_Bps;
     case OpKind::cast_cpu:
       return static_cast<double>(op.bytes) / c.dram_Bps;
     default:

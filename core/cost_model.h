@@ -47,6 +47,9 @@ struct CostModel {
   double adam_bytes_per_param = 28;       // fp32 p r/w 8, g r 4, m r/w 8, v r/w 8 (DEEPSPEED.md §4)
   double dram_Bps = 0;                    // effective DRAM bandwidth for streaming host work (casts)
   double gpu_adam_bytes_per_param = 30;   // fused GPU Adam: the 28 above + lp param write 2
+  // unscale_and_clip_grads before every optimizer step: grad.mul_(1 / combined_scale) over the fp32 gradients,
+  // read and write 4 B each — DeepSpeed runs it even when the scale is 1 (a separate pass, on the CPU for CPU Adam).
+  double unscale_bytes_per_param = 8;
   // PCIe (per GPU, per direction) and the shared host uplink (per node, per direction)
   double pcie_h2d_Bps = 0, pcie_d2h_Bps = 0, pcie_host_Bps = 0;
   double pcie_h2d_pageable_Bps = 0, pcie_d2h_pageable_Bps = 0;

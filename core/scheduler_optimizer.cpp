@@ -169,7 +169,7 @@ class GroupEmitter {
     }
     Op a = make_op(OpKind::adam_gpu, Stream::compute, Phase::optimizer, micro_, og.layer);
     a.elements = og.elements;
-    a.mem_bound_bytes = 30 * og.elements;  // fp32 p r/w, g r, m r/w, v r/w, lp write
+    a.mem_bound_bytes = (30 + 8) * og.elements;  // fp32 p r/w, g r, m r/w, v r/w, lp write; the unscale's g r/w
     range(a, g, TensorKind::fp32_master);
     a.deps = deps;
     if (alloc >= 0) a.deps.push_back(static_cast<uint32_t>(alloc));

@@ -114,8 +114,8 @@ Status Engine::Impl::op_adam(const core::Op& op) {
           const Scalars& sc = prologue ? pending : speculative ? spec : cur;
           if (sc.overflow) return Status{};
           for (const auto& [r, f] : from_lp) (void)finalize_into(d, f, r->grad_acc, r->part);
-          if (sc.multiplier != 1.0f)
-            for (int64_t i = 0; i < n; ++i) g32[i] *= sc.multiplier;
+          // unscale_and_clip_grads: DeepSpeed multiplies even by 1 (a pass the cost model prices); exact then.
+          for (int64_t i = 0; i < n; ++i) g32[i] *= sc.multiplier;
           if (snap) {
             auto* sp = snap->as<unsigned char>();
             std::memcpy(sp, master, static_cast<size_t>(4 * n));

@@ -39,7 +39,11 @@ TEST_CASE("CPU Adam runs at min(core rate, DRAM bandwidth / 28 B per parameter)"
   core::Op op;
   op.kind = core::OpKind::adam_cpu;
   op.elements = 1'000'000'000;
-  CHECK(core::compute_time_s(c, op) == Approx(1e9 / c.cpu_adam_params_per_s));
+  // Plus DeepSpeed's unscale_and_clip_grads pass: read and write of the fp32 gradients at the streaming DRAM rate.
+  CHECK(c.unscale_bytes_per_param == 8);
+  CHECK(core::compute_time_s(c, op) == Approx(1e9 / c.cpu_adam_params_per_s + 1e9 * 8 / c.dram_Bps));
+  op.kind = core::OpKind::adam_gpu;
+  CHECK(core::compute_time_s(c, op) == Approx(1e9 * (30 + 8) / c.hbm_Bps + c.kernel_launch_s));
 }
 
 TEST_CASE("link, NVMe and pageable figures come from the profile unless measured", "[cost]") {

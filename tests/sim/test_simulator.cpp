@@ -91,10 +91,14 @@ TEST_CASE("compute alone takes flops / rate", "[sim][golden]") {
     const double expect = 10e12 / c.peak_flops + 2e11 / c.hbm_Bps + 1 * 5e-6;  // no model shapes: 1 kernel
     CHECK(run(b.plan(), 1, 1, c2).trace.step_time_s == Approx(expect).epsilon(kRel));
   }
-  SECTION("CPU Adam at the node's parameter rate") {
+  SECTION("CPU Adam at the node's parameter rate, after the unscale pass over the fp32 gradients") {
     PlanBuilder b;
     b.op(b.add(Stream::cpu_adam, OpKind::adam_cpu)).elements = 2'000'000'000;
     CHECK(run(b.plan()).trace.step_time_s == Approx(2e9 / c.cpu_adam_params_per_s).epsilon(kRel));
+    auto c2 = c;
+    c2.unscale_bytes_per_param = 8;
+    CHECK(run(b.plan(), 1, 1, c2).trace.step_time_s ==
+          Approx(2e9 / c.cpu_adam_params_per_s + 2e9 * 8 / c.dram_Bps).epsilon(kRel));
   }
   SECTION("ledger ops take no time") {
     PlanBuilder b;
