@@ -279,8 +279,10 @@ void run_train(const Opts& o, int& exit_code) {
     if (!o.json) {
       char mb[64] = "folded into the GEMM rate";
       if (hp->mem_bound_Bps < 1e14) std::snprintf(mb, sizeof mb, "%.2f GB/s", hp->mem_bound_Bps / 1e9);
-      std::printf("host device: GEMM %.2f GFLOP/s, memory-bound work %s, copies %.2f GB/s (fit rms %.0f%%) -> %s\n",
-                  hp->gemm_flops_per_s / 1e9, mb, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel, o.device_profile.c_str());
+      std::printf("host device: GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
+                  "(fit rms %.0f%%) -> %s\n",
+                  hp->gemm_flops_per_s / 1e9, mb, hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel,
+                  o.device_profile.c_str());
     }
   }
   exec::EngineOptions eo;

@@ -70,6 +70,10 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
         {"gemm_efficiency", fmt("default %.2f for large GEMMs, tile/wave model below", d.gemm_efficiency_max)});
   }
   c.block_forward_efficiency = c.block_backward_efficiency = c.head_efficiency = c.gemm_efficiency_max;
+  if (hw.measured.backward_time_ratio) {
+    c.backward_time_ratio = *hw.measured.backward_time_ratio;
+    prov.push_back({"backward", fmt("measured backward / forward time %.3f (the FLOPs say 2)", c.backward_time_ratio)});
+  }
   c.hbm_Bps = gb(hw.gpu.hbm_GBps) * d.hbm_efficiency;
   prov.push_back({"hbm", fmt("datasheet %.0f GB/s x %.2f", hw.gpu.hbm_GBps, d.hbm_efficiency)});
 
@@ -206,10 +210,11 @@ double compute_time_s(const CostModel& c, const Op& op) {
       const double eff = op.layer < 0                  ? c.head_efficiency
                          : op.kind == OpKind::backward ? c.block_backward_efficiency
                                                        : c.block_forward_efficiency;
-      double t = static_cast<double>(kernel_count(c, op)) * c.kernel_launch_s;
-      if (op.gemm_flops > 0) t += op.gemm_flops / (c.peak_flops * eff);
-      if (op.mem_bound_bytes > 0) t += static_cast<double>(op.mem_bound_bytes) / c.hbm_Bps;
-      return t;
+      double work = 0;
+      if (op.gemm_flops > 0) work += op.gemm_flops / (c.peak_flops * eff);
+      if (op.mem_bound_bytes > 0) work += static_cast<double>(op.mem_bound_bytes) / c.hbm_Bps;
+      if (op.kind == OpKind::backward && c.backward_time_ratio > 0) work *= c.backward_time_ratio / 2.0;
+      return static_cast<double>(kernel_count(c, op)) * c.kernel_launch_s + work;
     }
     case OpKind::adam_gpu: {
       const double bytes = op.mem_bound_bytes > 0 ? static_cast<double>(op.mem_bound_bytes)

@@ -40,6 +40,9 @@ struct CostModel {
   // Shape-dependent GEMM efficiency per op family, from apply_model_shapes (gemm_efficiency_max until then).
   double block_forward_efficiency = 0.75, block_backward_efficiency = 0.75, head_efficiency = 0.75;
   double block_forward_gemm_flops = 0;  // one block's forward GEMM FLOPs per micro-batch (kernel counts)
+  // Measured backward ÷ forward time of a module (hardware measured.backward_time_ratio); 0: the FLOPs decide. When
+  // set, a backward op costs its work at forward rates × ratio / 2 (its FLOPs and bytes are 2× the forward's).
+  double backward_time_ratio = 0;
   // CPU (per node; all local ranks share it)
   double cpu_adam_core_params_per_s = 0;  // cores × per-core SIMD rate
   double cpu_adam_dram_params_per_s = 0;  // DRAM bound: dram_adam_Bps / adam_bytes_per_param

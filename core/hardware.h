@@ -55,6 +55,9 @@ struct MeasuredSpec {
   std::optional<double> nvme_read_GBps, nvme_write_GBps;  // per node, through the swapper
   std::optional<int64_t> aio_block_size, aio_queue_depth;
   std::optional<double> gemm_efficiency;  // achieved / peak for training-shaped GEMMs
+  // A module's backward time over its forward time, measured on the device's kernels at the model's shapes
+  // (`zerosim train --write-device-profile`). Absent: the FLOP count decides (backward = 2 x forward).
+  std::optional<double> backward_time_ratio;
   std::optional<double> pcie_h2d_pageable_GBps, pcie_d2h_pageable_GBps;
   std::optional<double> nccl_busbw_GBps;
 };

@@ -114,13 +114,15 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     double t, F, M;
   };
   std::vector<Sample> smp;
+  double sum_f = 0, sum_b = 0;
   for (size_t i = 0; i < mods.size(); ++i) {
     const double F = fwd[i]->gemm_flops, M = static_cast<double>(fwd[i]->mem_bound_bytes);
     if (F <= 0 && M <= 0) continue;
-    // One sample per module: forward + backward, which the cost model prices at 3x the forward. The reference
-    // kernels' backward takes ~1.6x their forward (the model says 2x), so fitting the pair keeps the compute of a
-    // step right and splits the difference between the two phases.
-    smp.push_back({median(tf[i]) + median(tb[i]), 3 * F, 3 * M});
+    // The rates from the forwards; the backwards give one ratio (the reference kernels' backward takes ~1.6x their
+    // forward where the FLOPs say 2x), which the cost model applies to every backward op.
+    smp.push_back({median(tf[i]), F, M});
+    sum_f += median(tf[i]);
+    sum_b += median(tb[i]);
   }
   double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
   for (const auto& q : smp) {
@@ -155,6 +157,7 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     se += rel * rel;
   }
   hp.modules = static_cast<int>(smp.size());
+  hp.backward_ratio = sum_f > 0 ? sum_b / sum_f : 0;
   hp.fit_rms_rel = smp.empty() ? 0 : std::sqrt(se / static_cast<double>(smp.size()));
 
   // Copies: the host device's H2D/D2H are memcpys of the transfer sizes the engine moves (~MiBs).
@@ -176,15 +179,17 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   const double tflops = p.gemm_flops_per_s / 1e12;
   h.gpu.peak_tflops_fp16 = h.gpu.peak_tflops_bf16 = h.gpu.peak_tflops_fp32 = tflops;
   h.measured.gemm_efficiency = 1.0;
+  if (p.backward_ratio > 0) h.measured.backward_time_ratio = p.backward_ratio;
   h.gpu.hbm_GBps = p.mem_bound_Bps / 1e9 / core::gpu_type_defaults(h.gpu.name).hbm_efficiency;
   const double copy = p.copy_Bps / 1e9;
   h.links.pcie_h2d_GBps = h.links.pcie_d2h_GBps = h.links.pcie_host_GBps = copy;
-  char src[256];
+  char src[2048];
   std::snprintf(src, sizeof src,
                 "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
-                "%.0f GB/s (1e6: folded into the GEMM rate; fit over %d module passes, rms %.0f%%), copies %.2f GB/s",
+                "%.0f GB/s (1e6: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), backward %.2fx "
+                "forward, copies %.2f GB/s",
                 h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
-                copy);
+                p.backward_ratio, copy);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

@@ -1,7 +1,8 @@
 // The host device's figures for the simulator: what its reference kernels achieve at one model's shapes — a GEMM
-// rate and a memory-bound rate fitted to every module's measured forward + backward time (time ≈ GEMM FLOPs /
-// rate + memory-bound bytes / bandwidth, the cost model's own form, with the Plan's per-op FLOPs and bytes) — and
-// its copy bandwidth (H2D/D2H are memcpys). `zerosim probe` measures the machine (DRAM, CPU Adam, NVMe); this
+// rate and a memory-bound rate fitted to every module's measured forward time (time ≈ GEMM FLOPs / rate +
+// memory-bound bytes / bandwidth, the cost model's own form, with the Plan's per-op FLOPs and bytes), the ratio of
+// the modules' backward time to their forward time (measured.backward_time_ratio), and its copy bandwidth (H2D/D2H
+// are memcpys). `zerosim probe` measures the machine (DRAM, CPU Adam, NVMe); this
 // measures the stand-in GPU, so `simulate` can predict a `train --device host` run (docs/ENGINE.md "Validation").
 //   auto hp = probe_host_device(model, strategy, plan);
 //   core::Hardware h = apply_host_probe(probed_profile, *hp);
@@ -23,7 +24,8 @@ struct HostDeviceProbe {
   double mem_bound_Bps = 0;     // fitted bandwidth of the memory-bound work
   double copy_Bps = 0;          // memcpy between 4 KiB-aligned host buffers
   double fit_rms_rel = 0;       // RMS relative error of the fit over the modules
-  int modules = 0;              // samples in the fit (one per module: its forward + backward)
+  int modules = 0;              // samples in the fit (one per module: its forward)
+  double backward_ratio = 0;    // Σ backward ÷ Σ forward time over those modules (the FLOPs say 2)
 };
 
 core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,

@@ -8,6 +8,10 @@
 
 #include "core/hardware.h"
 #include "core/json_reader.h"
+#include "core/model.h"
+#include "core/plan.h"
+#include "core/strategy.h"
+#include "exec/host_probe.h"
 #include "exec/membw.h"
 #include "exec/probe.h"
 #include "exec/report.h"
@@ -109,4 +113,40 @@ TEST_CASE("membw helpers return plausible figures", "[exec][probe]") {
   std::vector<int> hits(3, 0);
   pool2.run_per_thread([&](int t) { hits[static_cast<size_t>(t)]++; });
   CHECK(hits == std::vector<int>{1, 1, 1});
+}
+
+TEST_CASE("the host device's probe: rates from the module forwards, one backward/forward ratio, into the profile",
+          "[exec][probe]") {
+  auto m = core::load_model("tiny");
+  auto hw = core::load_hardware("ci-2core");
+  REQUIRE(m.ok());
+  REQUIRE(hw.ok());
+  core::RunSettings run;
+  run.seq_len = 32;
+  run.hidden = m->hidden;
+  auto s = core::parse_ds_config_text(
+      R"({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})",
+      "probe.json", run);
+  REQUIRE(s.ok());
+  const core::Plan plan = core::make_plan(*m, *hw, *s);
+  auto hp = exec::probe_host_device(*m, *s, plan);
+  REQUIRE(hp.ok());
+  CHECK(hp->gemm_flops_per_s > 1e6);
+  CHECK(hp->copy_Bps > 1e8);
+  CHECK(hp->modules >= 2 * m->layers);  // every block module with work, and the head
+  // A backward does about twice a forward's work; the reference kernels' ratio is measured, not assumed.
+  CHECK(hp->backward_ratio > 0.5);
+  CHECK(hp->backward_ratio < 6.0);
+  const core::Hardware h = exec::apply_host_probe(*hw, *hp);
+  REQUIRE(h.measured.backward_time_ratio.has_value());
+  CHECK(*h.measured.backward_time_ratio == hp->backward_ratio);
+  CHECK(h.gpu.peak_tflops_bf16 == Approx(hp->gemm_flops_per_s / 1e12));
+  CHECK(h.source.find("backward") != std::string::npos);
+  auto back = core::load_hardware_file([&] {
+    const std::string p = (fs::temp_directory_path() / "zs_host_probe_profile.json").string();
+    REQUIRE(core::write_file_atomic(p, core::hardware_to_json(h)).ok());
+    return p;
+  }());
+  REQUIRE(back.ok());
+  CHECK(*back->measured.backward_time_ratio == Approx(hp->backward_ratio).epsilon(1e-12));
 }

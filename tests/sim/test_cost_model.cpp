@@ -46,6 +46,35 @@ TEST_CASE("CPU Adam runs at min(core rate, DRAM bandwidth / 28 B per parameter)"
   CHECK(core::compute_time_s(c, op) == Approx(1e9 * (30 + 8) / c.hbm_Bps + c.kernel_launch_s));
 }
 
+TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards and recomputes keep the FLOPs",
+          "[cost]") {
+  core::Hardware h = dgx2();
+  auto c = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(c.backward_time_ratio == 0);
+  core::Op f;
+  f.kind = core::OpKind::forward;
+  f.layer = 3;
+  f.gemm_flops = 1e12;
+  f.mem_bound_bytes = 4'000'000'000;
+  core::Op b = f;
+  b.kind = core::OpKind::backward;
+  b.gemm_flops = 2e12;
+  b.mem_bound_bytes = 8'000'000'000;
+  const double launch_f = static_cast<double>(core::kernel_count(c, f)) * c.kernel_launch_s;
+  const double launch_b = static_cast<double>(core::kernel_count(c, b)) * c.kernel_launch_s;
+  const double work_b = 2e12 / (c.peak_flops * c.block_backward_efficiency) + 8e9 / c.hbm_Bps;
+  CHECK(core::compute_time_s(c, b) == Approx(launch_b + work_b));
+  h.measured.backward_time_ratio = 1.5;
+  auto m = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(m.backward_time_ratio == 1.5);
+  const double fwd = core::compute_time_s(m, f);
+  CHECK(fwd == Approx(launch_f + 1e12 / (m.peak_flops * m.block_forward_efficiency) + 4e9 / m.hbm_Bps));
+  CHECK(core::compute_time_s(m, b) == Approx(launch_b + work_b * 1.5 / 2));
+  core::Op r = f;
+  r.kind = core::OpKind::recompute;
+  CHECK(core::compute_time_s(m, r) == Approx(core::compute_time_s(c, r)));
+}
+
 TEST_CASE("link, NVMe and pageable figures come from the profile unless measured", "[cost]") {
   core::Hardware h = dgx2();
   auto c = core::cost_model_for(h, core::Precision::fp16);
