@@ -52,6 +52,9 @@ core::Json to_json(const exec::ProbeResult& r) {
                  {"paths", r.nvme.paths},
                  {"direct", r.nvme.direct},
                  {"file_bytes", r.nvme.file_bytes},
+                 {"read_latency_us", r.nvme.read_latency_s * 1e6},
+                 {"write_latency_us", r.nvme.write_latency_s * 1e6},
+                 {"latency_bytes", r.nvme.latency_bytes},
                  {"warnings", r.nvme.warnings},
                  {"sweep", sweep}};
   } else {
@@ -76,6 +79,8 @@ void print_text(const exec::ProbeResult& r) {
     std::printf("recommended aio: {\"block_size\": %lld, \"queue_depth\": %d}  (read %.2f GB/s, write %.2f GB/s)\n",
                 static_cast<long long>(r.nvme.best.block_size), r.nvme.best.queue_depth, r.nvme.best.read_GBps,
                 r.nvme.best.write_GBps);
+    std::printf("nvme      per-swap latency: read %.0f us, write %.0f us (%lld-byte swaps)\n", r.nvme.read_latency_s * 1e6,
+                r.nvme.write_latency_s * 1e6, static_cast<long long>(r.nvme.latency_bytes));
     for (const auto& w : r.nvme.warnings) std::printf("warning: %s\n", w.c_str());
   } else {
     std::printf("nvme      not measured\n");

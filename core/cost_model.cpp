@@ -112,6 +112,11 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
   prov.push_back({"nvme", hw.measured.nvme_read_GBps ? std::string("measured")
                                                      : fmt("rated %.1f GB/s read per node x %.2f",
                                                            hw.nvme.read_GBps_each * drives, kNvmeReadEfficiency)});
+  if (hw.measured.nvme_read_latency_us) c.nvme_read_latency_s = *hw.measured.nvme_read_latency_us * 1e-6;
+  if (hw.measured.nvme_write_latency_us) c.nvme_write_latency_s = *hw.measured.nvme_write_latency_us * 1e-6;
+  prov.push_back({"nvme_latency", std::string(hw.measured.nvme_read_latency_us ? "measured" : "default") +
+                                      fmt(" %.0f us read", c.nvme_read_latency_s * 1e6) +
+                                      fmt(", %.0f us write per swap", c.nvme_write_latency_s * 1e6)});
 
   if (hw.measured.nccl_busbw_GBps) {
     c.nvlink_Bps = gb(*hw.measured.nccl_busbw_GBps);

@@ -59,7 +59,8 @@ struct CostModel {
   double pcie_latency_s = 10e-6;  // cudaMemcpyAsync issue + DMA setup
   // NVMe (per node, all drives, through the async I/O path)
   double nvme_read_Bps = 0, nvme_write_Bps = 0;
-  double nvme_latency_s = 50e-6;
+  // Fixed cost per transfer (one swap), each direction; measured: nvme_read/write_latency_us.
+  double nvme_read_latency_s = 50e-6, nvme_write_latency_s = 50e-6;
   // Interconnect: NVLink/NVSwitch per GPU per direction; NIC per node per direction
   double nvlink_Bps = 0, nvlink_latency_s = 1e-6;
   double nic_Bps = 0, nic_latency_s = 2e-6;

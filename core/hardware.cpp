@@ -59,6 +59,8 @@ Result<Hardware> load_hardware_file(const std::string& path) {
     ms.cpu_adam_threads = m.opt_integer({"cpu_adam_threads"}, 1, 1 << 16);
     ms.nvme_read_GBps = m.opt_number({"nvme_read_GBps"}, 1e-6, 1e6);
     ms.nvme_write_GBps = m.opt_number({"nvme_write_GBps"}, 1e-6, 1e6);
+    ms.nvme_read_latency_us = m.opt_number({"nvme_read_latency_us"}, 0, 1e7);
+    ms.nvme_write_latency_us = m.opt_number({"nvme_write_latency_us"}, 0, 1e7);
     ms.aio_block_size = m.opt_integer({"aio_block_size"}, 512, int64_t{1} << 34);
     ms.aio_queue_depth = m.opt_integer({"aio_queue_depth"}, 1, 1 << 16);
     ms.gemm_efficiency = m.opt_number({"gemm_efficiency"}, 1e-6, 1.0);
@@ -106,6 +108,8 @@ std::string hardware_to_json(const Hardware& h) {
   put("cpu_adam_threads", ms.cpu_adam_threads);
   put("nvme_read_GBps", ms.nvme_read_GBps);
   put("nvme_write_GBps", ms.nvme_write_GBps);
+  put("nvme_read_latency_us", ms.nvme_read_latency_us);
+  put("nvme_write_latency_us", ms.nvme_write_latency_us);
   put("aio_block_size", ms.aio_block_size);
   put("aio_queue_depth", ms.aio_queue_depth);
   put("gemm_efficiency", ms.gemm_efficiency);

@@ -53,6 +53,7 @@ struct MeasuredSpec {
   std::optional<double> cpu_adam_params_per_s;  // all threads
   std::optional<int64_t> cpu_adam_threads;
   std::optional<double> nvme_read_GBps, nvme_write_GBps;  // per node, through the swapper
+  std::optional<double> nvme_read_latency_us, nvme_write_latency_us;  // fixed cost of one swap through the swapper
   std::optional<int64_t> aio_block_size, aio_queue_depth;
   std::optional<double> gemm_efficiency;  // achieved / peak for training-shaped GEMMs
   // A module's backward time over its forward time, measured on the device's kernels at the model's shapes

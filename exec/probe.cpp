@@ -193,6 +193,20 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
     nv.measured = true;
     say("nvme: best aio block_size " + std::to_string(nv.best.block_size) + ", queue_depth " +
         std::to_string(nv.best.queue_depth));
+    // The per-swap fixed cost: half a MiB (the size of a small model's state file) through the same swapper.
+    {
+      AioConfig aio;
+      aio.block_size = nv.best.block_size;
+      aio.queue_depth = nv.best.queue_depth;
+      nv.latency_bytes = 512 << 10;
+      auto s = measure_nvme(o.nvme_paths, aio, nv.latency_bytes, o.quick ? 3 : 9, true, &nv.warnings);
+      if (!s) return s.error();
+      const double b = static_cast<double>(nv.latency_bytes);
+      nv.write_latency_s = std::max(0.0, b / (s->write_GBps * 1e9) - b / (nv.best.write_GBps * 1e9));
+      nv.read_latency_s = std::max(0.0, b / (s->read_GBps * 1e9) - b / (nv.best.read_GBps * 1e9));
+      say("nvme: per-swap latency (512 KiB swaps): read " + fmt("%.0f", nv.read_latency_s * 1e6) + " us, write " +
+          fmt("%.0f", nv.write_latency_s * 1e6) + " us");
+    }
   }
 
   r.gpu.probed = false;
@@ -237,6 +251,8 @@ core::Hardware apply_probe(core::Hardware h, const ProbeResult& r) {
     ms.nvme_write_GBps = r.nvme.best.write_GBps;
     ms.aio_block_size = r.nvme.best.block_size;
     ms.aio_queue_depth = r.nvme.best.queue_depth;
+    ms.nvme_read_latency_us = r.nvme.read_latency_s * 1e6;
+    ms.nvme_write_latency_us = r.nvme.write_latency_s * 1e6;
   }
   return h;
 }

@@ -59,6 +59,10 @@ struct NvmeResult {
   int64_t file_bytes = 0;             // bytes written and read per sample
   std::vector<NvmeSample> sweep;
   NvmeSample best;  // the recommended aio block_size / queue_depth (max read + write)
+  // Fixed cost of one swap through the swapper at `best` (open, fallocate, submit, completion, checksum set-up):
+  // the time of a small swap minus its bytes at the measured bandwidth, best of several.
+  int64_t latency_bytes = 0;
+  double read_latency_s = 0, write_latency_s = 0;
 };
 
 struct GpuResult {

@@ -66,6 +66,13 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
   CHECK(*back->measured.dram_adam_pattern_GBps == Approx(r->dram.adam_pattern_GBps));
   CHECK(*back->measured.aio_block_size == r->nvme.best.block_size);
   CHECK(*back->measured.aio_queue_depth == r->nvme.best.queue_depth);
+  // The per-swap fixed cost: measured (a small swap is slower than its bytes at the bandwidth), under a second.
+  CHECK(r->nvme.latency_bytes == 512 << 10);
+  CHECK(r->nvme.write_latency_s >= 0);
+  CHECK(r->nvme.write_latency_s < 1.0);
+  CHECK(r->nvme.read_latency_s < 1.0);
+  CHECK(*back->measured.nvme_write_latency_us == Approx(r->nvme.write_latency_s * 1e6));
+  CHECK(*back->measured.nvme_read_latency_us == Approx(r->nvme.read_latency_s * 1e6));
   CHECK(back->gpu.name == base->gpu.name);  // GPU and links come from the base
   fs::remove_all(dir);
 }

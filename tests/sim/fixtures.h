@@ -27,7 +27,8 @@ inline core::CostModel exact_cost() {
   c.pcie_latency_s = 10e-6;
   c.nvme_read_Bps = 3e9;
   c.nvme_write_Bps = 2e9;
-  c.nvme_latency_s = 50e-6;
+  c.nvme_read_latency_s = 50e-6;
+  c.nvme_write_latency_s = 80e-6;
   c.nvlink_Bps = 100e9;
   c.nvlink_latency_s = 1e-6;
   c.nic_Bps = 50e9;

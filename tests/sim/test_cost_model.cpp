@@ -90,6 +90,13 @@ TEST_CASE("link, NVMe and pageable figures come from the profile unless measured
   CHECK(m.pcie_h2d_pageable_Bps == 7.5e9);
   CHECK(m.nvme_read_Bps == 20e9);
   CHECK(m.nvlink_Bps == 130e9);
+  CHECK(c.nvme_read_latency_s == 50e-6);
+  CHECK(c.nvme_write_latency_s == 50e-6);
+  h.measured.nvme_read_latency_us = 120.0;
+  h.measured.nvme_write_latency_us = 340.0;
+  auto l = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(l.nvme_read_latency_s == Approx(120e-6));
+  CHECK(l.nvme_write_latency_s == Approx(340e-6));
 }
 
 TEST_CASE("peak FLOPs follow the training dtype", "[cost]") {

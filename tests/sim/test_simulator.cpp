@@ -61,8 +61,8 @@ TEST_CASE("one transfer takes bytes / bandwidth + latency", "[sim][golden]") {
     b.transfer(OpKind::nvme_read, 3'000'000'000);
     b.transfer(OpKind::nvme_write, 1'000'000'000);
     auto r = run(b.plan());
-    CHECK(duration(r, 0) == Approx(1.0 + c.nvme_latency_s).epsilon(kRel));
-    CHECK(duration(r, 1) == Approx(0.5 + c.nvme_latency_s).epsilon(kRel));
+    CHECK(duration(r, 0) == Approx(1.0 + c.nvme_read_latency_s).epsilon(kRel));
+    CHECK(duration(r, 1) == Approx(0.5 + c.nvme_write_latency_s).epsilon(kRel));
   }
   SECTION("a pageable source moves at the pageable rate") {
     PlanBuilder b;
@@ -169,7 +169,7 @@ TEST_CASE("two flows on one link share it", "[sim][golden]") {
     PlanBuilder b(16);
     b.transfer(OpKind::nvme_read, 300'000'000);
     CHECK(run(b.plan(), 1, 16, c).trace.step_time_s ==
-          Approx(16 * 3e8 / c.nvme_read_Bps + c.nvme_latency_s).epsilon(kRel));
+          Approx(16 * 3e8 / c.nvme_read_Bps + c.nvme_read_latency_s).epsilon(kRel));
   }
   SECTION("CPU Adam of several ranks shares the CPU") {
     PlanBuilder b(4);
