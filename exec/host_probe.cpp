@@ -120,8 +120,9 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     if (F <= 0 && M <= 0) continue;
     // The rates from the forwards; the backwards give one ratio (the reference kernels' backward takes ~1.6x their
     // forward where the FLOPs say 2x), which the cost model applies to every backward op.
-    smp.push_back({median(tf[i]), F, M});
-    sum_f += median(tf[i]);
+    const double t_f = median(tf[i]);
+    smp.push_back({t_f, F, M});
+    sum_f += t_f;
     sum_b += median(tb[i]);
   }
   double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
