@@ -3,6 +3,7 @@
 // instead of the host). Shared by host_device.cpp and exec/cuda/cuda_device.cpp.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@ struct Event::State {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
+  std::atomic<bool> done_flag{false};  // done, readable without the lock (spinning waiters); set after status
   Status status;
   // The device's native completion marker (cudaEvent_t on CUDA; owns it), or empty on the host device.
   std::shared_ptr<void> native;
@@ -23,6 +25,7 @@ struct Event::State {
       std::lock_guard<std::mutex> lk(mu);
       status = std::move(s);
       done = true;
+      done_flag.store(true, std::memory_order_release);
     }
     cv.notify_all();
   }

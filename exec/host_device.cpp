@@ -11,6 +11,7 @@
 
 #include "core/memory.h"
 #include "exec/event_state.h"
+#include "exec/spin.h"
 
 namespace zs::exec {
 
@@ -91,12 +92,12 @@ void Buffer::reset() {
 
 bool Event::done() const {
   if (!s_) return true;
-  std::lock_guard<std::mutex> lk(s_->mu);
-  return s_->done;
+  return s_->done_flag.load(std::memory_order_acquire);
 }
 
 Status Event::wait() const {
   if (!s_) return {};
+  (void)spin_until([&] { return s_->done_flag.load(std::memory_order_acquire); });
   std::unique_lock<std::mutex> lk(s_->mu);
   s_->cv.wait(lk, [&] { return s_->done; });
   return s_->status;
@@ -141,6 +142,7 @@ class HostStream : public Stream {
       std::lock_guard<std::mutex> lk(mu_);
       q_.push_back({std::move(waits), std::move(work), st});
       ++pending_;
+      queued_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
     return Event(st);
@@ -163,12 +165,14 @@ class HostStream : public Stream {
   void loop() {
     for (;;) {
       Task t;
+      (void)spin_until([&] { return queued_.load(std::memory_order_acquire) > 0; });
       {
         std::unique_lock<std::mutex> lk(mu_);
         cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
         if (q_.empty()) return;
         t = std::move(q_.front());
         q_.pop_front();
+        queued_.fetch_sub(1, std::memory_order_relaxed);
       }
       Status s;
       for (const Event& e : t.waits) {
@@ -192,6 +196,7 @@ class HostStream : public Stream {
   std::condition_variable cv_, idle_cv_;
   std::deque<Task> q_;
   int64_t pending_ = 0;
+  std::atomic<int64_t> queued_{0};  // q_.size(), for the worker's spin before it sleeps
   bool stop_ = false;
   Status first_error_;
 };

@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include "exec/spin.h"
+
 namespace zs::exec {
 
 int available_cpus() {
@@ -33,24 +35,38 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    bool per_thread;
+    std::shared_ptr<Job> j;
+    (void)spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lk(mu_);
-      start_cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
+      start_cv_.wait(lk, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
-      seen = generation_;
-      per_thread = per_thread_;
+      seen = generation_.load(std::memory_order_relaxed);
+      j = job_;
     }
-    if (per_thread) {
-      (*per_thread_fn_)(index);
-    } else {
-      for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks_;) (*fn_)(t);
-    }
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (--running_ == 0) done_cv_.notify_one();
-    }
+    work_on(*j, index);
   }
+}
+
+void ThreadPool::work_on(Job& j, int index) {
+  int64_t finished = 0;
+  if (j.per_thread_fn) {
+    (*j.per_thread_fn)(index);
+    finished = 1;
+  } else {
+    for (int64_t t; (t = j.next.fetch_add(1, std::memory_order_relaxed)) < j.tasks; ++finished) (*j.fn)(t);
+  }
+  if (finished == 0) return;
+  if (j.done.fetch_add(finished, std::memory_order_acq_rel) + finished == j.tasks) {
+    std::lock_guard<std::mutex> lk(mu_);  // the joiner checks under the lock: no lost wake-up
+    done_cv_.notify_all();
+  }
+}
+
+void ThreadPool::join(Job& j) {
+  if (spin_until([&] { return j.done.load(std::memory_order_acquire) == j.tasks; })) return;
+  std::unique_lock<std::mutex> lk(mu_);
+  done_cv_.wait(lk, [&] { return j.done.load(std::memory_order_acquire) == j.tasks; });
 }
 
 void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
@@ -59,19 +75,17 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
     for (int64_t t = 0; t < tasks; ++t) fn(t);
     return;
   }
+  auto j = std::make_shared<Job>();
+  j->fn = &fn;
+  j->tasks = tasks;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    fn_ = &fn;
-    tasks_ = tasks;
-    per_thread_ = false;
-    next_.store(0, std::memory_order_relaxed);
-    running_ = static_cast<int>(workers_.size());
-    ++generation_;
+    job_ = j;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
-  for (int64_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < tasks;) fn(t);
-  std::unique_lock<std::mutex> lk(mu_);
-  done_cv_.wait(lk, [&] { return running_ == 0; });
+  work_on(*j, 0);
+  join(*j);
 }
 
 void ThreadPool::run_per_thread(const std::function<void(int)>& fn) {
@@ -79,17 +93,17 @@ void ThreadPool::run_per_thread(const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
+  auto j = std::make_shared<Job>();
+  j->per_thread_fn = &fn;
+  j->tasks = threads();
   {
     std::lock_guard<std::mutex> lk(mu_);
-    per_thread_fn_ = &fn;
-    per_thread_ = true;
-    running_ = static_cast<int>(workers_.size());
-    ++generation_;
+    job_ = j;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
-  fn(0);
-  std::unique_lock<std::mutex> lk(mu_);
-  done_cv_.wait(lk, [&] { return running_ == 0; });
+  work_on(*j, 0);
+  join(*j);
 }
 
 }  // namespace zs::exec

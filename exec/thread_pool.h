@@ -1,5 +1,6 @@
 // A fixed pool of worker threads for data-parallel host kernels (CPU Adam, the probe's bandwidth loops).
-// run() hands task indices 0..n-1 to the workers and the calling thread, and returns when all are done.
+// run() hands task indices 0..n-1 to the workers and the calling thread, and returns when all are done — not
+// when every worker has looked in: a small run the caller finishes alone does not wait for sleeping workers.
 //   ThreadPool pool(4);                       // 3 workers + the caller
 //   pool.run(tiles, [&](int64_t t) { kernel(t * tile, (t + 1) * tile); });
 #pragma once
@@ -8,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -29,19 +31,24 @@ class ThreadPool {
   void run_per_thread(const std::function<void(int)>& fn);
 
  private:
+  // One run(): task counters live here, not in the pool, so a worker that wakes after the run has ended finds
+  // its tasks all claimed and never calls a function whose caller has returned.
+  struct Job {
+    const std::function<void(int64_t)>* fn = nullptr;  // dynamic schedule
+    const std::function<void(int)>* per_thread_fn = nullptr;
+    int64_t tasks = 0;
+    std::atomic<int64_t> next{0}, done{0};
+  };
   void worker_loop(int index);
+  void work_on(Job& j, int index);
+  void join(Job& j);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
-  uint64_t generation_ = 0;
-  int running_ = 0;
+  std::shared_ptr<Job> job_;             // the current run's, under mu_
+  std::atomic<uint64_t> generation_{0};  // bumped under mu_ per run; atomic so that workers can spin on it
   bool stop_ = false;
-  bool per_thread_ = false;
-  const std::function<void(int64_t)>* fn_ = nullptr;
-  const std::function<void(int)>* per_thread_fn_ = nullptr;
-  int64_t tasks_ = 0;
-  std::atomic<int64_t> next_{0};
 };
 
 // CPUs this process may run on (sched_getaffinity), at least 1.
