@@ -165,6 +165,20 @@ void adam_kernel(AdamKernel k, const AdamScalars& s, const AdamBuffers& b, int64
   }
 }
 
+void cast_to_lp(AdamKernel k, uint16_t* out, const float* in, int64_t n, LpDtype lp) {
+  if (lp == LpDtype::none) return;
+  const bool fp16 = lp == LpDtype::fp16;
+  switch (k) {
+    case AdamKernel::scalar:
+      for (int64_t i = 0; i < n; ++i) out[i] = fp16 ? float_to_fp16(in[i]) : float_to_bf16(in[i]);
+      return;
+    case AdamKernel::avx2:
+      return detail::cast_lp_avx2(out, in, n, fp16);
+    case AdamKernel::avx512:
+      return detail::cast_lp_avx512(out, in, n, fp16);
+  }
+}
+
 int64_t adam_bytes_per_element(GradDtype g, StateDtype s, LpDtype lp) {
   const int64_t state = s == StateDtype::fp32 ? 4 : 2;
   return 8 + (g == GradDtype::fp32 ? 4 : 2) + 4 * state + (lp == LpDtype::none ? 0 : 2);

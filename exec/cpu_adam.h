@@ -83,6 +83,9 @@ struct AdamBuffers {
 
 // One kernel on elements [begin, end) of `b`, single-threaded. The unit tests compare kernels through this.
 void adam_kernel(AdamKernel k, const AdamScalars& s, const AdamBuffers& b, int64_t begin, int64_t end);
+// fp32 → lp (fp16 or bf16 bits) with kernel k's vectors: the copy-back of updated masters, bit-identical for
+// every kernel (round to nearest even, DeepSpeed's NaN).
+void cast_to_lp(AdamKernel k, uint16_t* out, const float* in, int64_t n, LpDtype lp);
 
 struct AdamOptions {
   AdamKernel kernel = best_adam_kernel();

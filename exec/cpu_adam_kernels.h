@@ -13,6 +13,10 @@ void adam_scalar(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int6
 // adam_kernel_supported() says the CPU has the instructions.
 void adam_avx2(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int64_t end);
 void adam_avx512(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int64_t end);
+// fp32 → lp (fp16 when `fp16`, else bf16) over [0, n): whole vectors, then the scalar converters for the tail;
+// bit-identical to float_to_fp16 / float_to_bf16 (exec/half.h).
+void cast_lp_avx2(uint16_t* out, const float* in, int64_t n, bool fp16);
+void cast_lp_avx512(uint16_t* out, const float* in, int64_t n, bool fp16);
 bool cpu_has_avx2_fma_f16c();
 bool cpu_has_avx512();
 

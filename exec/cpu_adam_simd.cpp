@@ -220,6 +220,29 @@ void adam_avx2(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int64_
   adam_scalar(s, b, done, end);
 }
 
+namespace {
+void cast_tail(uint16_t* out, const float* in, int64_t i, int64_t n, bool fp16) {
+  for (; i < n; ++i) out[i] = fp16 ? float_to_fp16(in[i]) : float_to_bf16(in[i]);
+}
+#define ZS_CAST_LOOP(V)                                                                 \
+  int64_t i = 0;                                                                        \
+  if (fp16)                                                                             \
+    for (; i + V::kWidth <= n; i += V::kWidth) V::store_fp16(out + i, V::load(in + i)); \
+  else                                                                                  \
+    for (; i + V::kWidth <= n; i += V::kWidth) V::store_bf16(out + i, V::load(in + i)); \
+  return i
+
+ZS_TARGET_AVX512_FN int64_t cast512(uint16_t* out, const float* in, int64_t n, bool fp16) { ZS_CAST_LOOP(V512); }
+ZS_TARGET_AVX2_FN int64_t cast256(uint16_t* out, const float* in, int64_t n, bool fp16) { ZS_CAST_LOOP(V256); }
+}  // namespace
+
+void cast_lp_avx512(uint16_t* out, const float* in, int64_t n, bool fp16) {
+  cast_tail(out, in, cast512(out, in, n, fp16), n, fp16);
+}
+void cast_lp_avx2(uint16_t* out, const float* in, int64_t n, bool fp16) {
+  cast_tail(out, in, cast256(out, in, n, fp16), n, fp16);
+}
+
 }  // namespace zs::exec::detail
 
 #else  // not x86-64: the scalar reference is the only kernel
@@ -232,6 +255,10 @@ void adam_avx512(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int6
 }
 void adam_avx2(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int64_t end) {
   adam_scalar(s, b, begin, end);
+}
+void cast_lp_avx512(uint16_t* out, const float* in, int64_t n, bool fp16) { cast_lp_avx2(out, in, n, fp16); }
+void cast_lp_avx2(uint16_t* out, const float* in, int64_t n, bool fp16) {
+  for (int64_t i = 0; i < n; ++i) out[i] = fp16 ? float_to_fp16(in[i]) : float_to_bf16(in[i]);
 }
 }  // namespace zs::exec::detail
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -187,6 +188,10 @@ struct Engine::Impl {
   int64_t scalars_step = 0;                     // the step adam's scalars are for
   AdamScalars step_adam_scalars(int64_t step);  // advances β^t once per step (DeepSpeed's IncrementStep)
   void adam_update(const AdamBuffers& b, bool on_cpu, int64_t step);
+  // Elementwise host work over [0, n) in chunks of 32768 (PyTorch's at::parallel_for grain) on CPU Adam's threads,
+  // as DeepSpeed's CPU-side grad.mul_ and fp32 -> lp copy_ run; one caller at a time (the cpu_adam stream, or the
+  // host after synchronize()).
+  void host_parallel(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
   Scalars cur, pending;        // this step's scalars; dpu: the previous step's (its gradients are applied now)
   bool pending_grads = false;  // dpu: fp32 gradients of the previous step wait in their buffers
   std::vector<Event> op_event;

@@ -39,6 +39,12 @@ void Engine::Impl::adam_update(const AdamBuffers& b, bool on_cpu, int64_t step) 
   adam_pool->run(tiles, [&](int64_t t) { adam_kernel(k, sc, b, t * tile, std::min(b.n, (t + 1) * tile)); });
 }
 
+void Engine::Impl::host_parallel(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  constexpr int64_t grain = 32768;
+  const int64_t chunks = (n + grain - 1) / grain;
+  adam_pool->run(chunks, [&](int64_t c) { fn(c * grain, std::min(n, (c + 1) * grain)); });
+}
+
 Status Engine::Impl::op_adam(const core::Op& op) {
   auto [g0, g1] = group_range(op);
   if (g1 != g0 + 1) return internal("op " + std::to_string(op.id) + ": Adam over several groups");
@@ -115,7 +121,14 @@ Status Engine::Impl::op_adam(const core::Op& op) {
           if (sc.overflow) return Status{};
           for (const auto& [r, f] : from_lp) (void)finalize_into(d, f, r->grad_acc, r->part);
           // unscale_and_clip_grads: DeepSpeed multiplies even by 1 (a pass the cost model prices); exact then.
-          for (int64_t i = 0; i < n; ++i) g32[i] *= sc.multiplier;
+          const float mul = sc.multiplier;
+          auto unscale = [g32, mul](int64_t lo, int64_t hi) {
+            for (int64_t i = lo; i < hi; ++i) g32[i] *= mul;
+          };
+          if (on_cpu)
+            host_parallel(n, unscale);
+          else
+            unscale(0, n);
           if (snap) {
             auto* sp = snap->as<unsigned char>();
             std::memcpy(sp, master, static_cast<size_t>(4 * n));
@@ -174,12 +187,24 @@ Status Engine::Impl::op_cast(const core::Op& op) {
     }
   }
   const DType d = dt;
-  issue(op, reads, writes, [items, d]() -> Status {
-    for (const auto& it : items)
-      dispatch(d, [&](auto tag) {
-        using T = decltype(tag);
-        cast_from_f32<T>(static_cast<T*>(it.dst), it.src, it.n);
-      });
+  // One pass over the group's elements on CPU Adam's threads (torch's copy_ is parallel too); items are the
+  // group's parameters back to back, so an element range maps to pieces of them.
+  std::vector<int64_t> starts = {0};
+  for (const auto& it : items) starts.push_back(starts.back() + it.n);
+  const AdamKernel kern = best_adam_kernel();
+  issue(op, reads, writes, [this, items, starts, d, kern]() -> Status {
+    host_parallel(starts.back(), [&](int64_t lo, int64_t hi) {
+      size_t k = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), lo) - starts.begin()) - 1;
+      for (; k < items.size() && starts[k] < hi; ++k) {
+        const int64_t a = std::max(lo, starts[k]) - starts[k], b = std::min(hi, starts[k + 1]) - starts[k];
+        const auto& it = items[k];
+        if (d == DType::fp32)
+          std::memcpy(static_cast<float*>(it.dst) + a, it.src + a, static_cast<size_t>(4 * (b - a)));
+        else
+          cast_to_lp(kern, static_cast<uint16_t*>(it.dst) + a, it.src + a, b - a,
+                     d == DType::fp16 ? LpDtype::fp16 : LpDtype::bf16);
+      }
+    });
     return Status{};
   });
   return {};
@@ -233,7 +258,11 @@ Status Engine::Impl::finish_overlap() {
       std::memcpy(g.m, sp + 4 * g.elements, static_cast<size_t>(state_b * g.elements));
       std::memcpy(g.v, sp + (4 + state_b) * g.elements, static_cast<size_t>(state_b * g.elements));
       if (!cur.overflow) {
-        for (int64_t i = 0; i < g.elements; ++i) g.g32[i] *= cur.multiplier;
+        float* g32 = g.g32;
+        const float mul = cur.multiplier;
+        host_parallel(g.elements, [g32, mul](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) g32[i] *= mul;
+        });
         AdamBuffers ab;
         ab.params = g.master;
         ab.grads = g.g32;
