@@ -111,13 +111,15 @@ struct GroupRt {
 
 // A pool of equal buffers carved from one static allocation (DeepSpeed's swap buffers).
 struct SlotPool {
-  unsigned char* base = nullptr;
+  // One allocation per slot, as DeepSpeed's swap buffers are separate pinned tensors: each starts page-aligned,
+  // so swaps into and out of it go zero-copy (a slot carved at a 1 KiB-aligned offset would bounce every chunk).
+  std::vector<unsigned char*> slots;
   int64_t slot_bytes = 0;
   std::vector<char> busy;
   std::vector<Event> last_use;
   int32_t acquire(std::vector<Event>& waits);
   void release(int32_t s, const Event& e);
-  void* ptr(int32_t s) const { return base + static_cast<int64_t>(s) * slot_bytes; }
+  void* ptr(int32_t s) const { return slots[static_cast<size_t>(s)]; }
 };
 
 struct Scalars {
@@ -249,6 +251,16 @@ struct Engine::Impl {
   void extra(const std::string& name, int64_t bytes);
   Status swap_out(Swapper& sw, const std::string& name, const void* data, int64_t bytes);
   Status swap_in(Swapper& sw, const std::string& name, void* data, int64_t bytes);
+  // Several tensors at once, as DeepSpeed's swappers issue a group's reads (writes) on one aio handle and then
+  // wait for all of them: every swap is submitted before the first wait. The first error, after all have ended.
+  struct SwapIo {
+    std::string name;
+    void* data;
+    int64_t bytes;
+  };
+  Status swap_in_all(Swapper& sw, const std::vector<SwapIo>& ios);
+  Status reserve_nvme(const std::string& name, int64_t bytes);
+  Status swap_out_all(Swapper& sw, const std::vector<SwapIo>& ios);
   int64_t padded(int64_t bytes) const { return (bytes + 4095) / 4096 * 4096; }
   // Elements of a parameter's partition that hold values (stage 3 pads the last ranks' partitions with zeros).
   int64_t valid_part(const ParamRt& r) const { return std::clamp<int64_t>(r.numel - r.part_start, 0, r.part); }

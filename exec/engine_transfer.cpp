@@ -89,8 +89,9 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       issue(
           op, {}, writes,
           [this, sw, reads_]() -> Status {
-            for (const auto& [n, buf] : reads_) ZS_TRY(swap_in(*sw, n, buf.first, buf.second));
-            return Status{};
+            std::vector<SwapIo> ios;
+            for (const auto& [n, buf] : reads_) ios.push_back({n, buf.first, buf.second});
+            return swap_in_all(*sw, ios);
           },
           waits);
       return {};
@@ -266,8 +267,9 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       issue(
           op, {}, w,
           [this, sw, files]() -> Status {
-            for (const auto& [n, p, b] : files) ZS_TRY(swap_in(*sw, n, p, b));
-            return Status{};
+            std::vector<SwapIo> ios;
+            for (const auto& [n, p, b] : files) ios.push_back({n, p, b});
+            return swap_in_all(*sw, ios);
           },
           waits);
       return {};
@@ -359,8 +361,9 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
     }
     Swapper* sw = par_swapper.get();
     issue(op, reads, {}, [this, sw, outs]() -> Status {
-      for (const auto& [n, buf] : outs) ZS_TRY(swap_out(*sw, n, buf.first, buf.second));
-      return Status{};
+      std::vector<SwapIo> ios;
+      for (const auto& [n, buf] : outs) ios.push_back({n, const_cast<void*>(buf.first), buf.second});
+      return swap_out_all(*sw, ios);
     });
     return {};
   }

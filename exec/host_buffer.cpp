@@ -6,14 +6,17 @@
 
 namespace zs::exec {
 
-HostBuffer HostBuffer::allocate(size_t bytes) {
-  HostBuffer b;
-  if (bytes == 0) return b;
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t mapped = (bytes + kHuge - 1) / kHuge * kHuge;
+namespace {
+constexpr size_t kHuge = size_t{2} << 20;
+size_t mapped_size(size_t bytes) { return (bytes + kHuge - 1) / kHuge * kHuge; }
+}  // namespace
+
+void* map_huge(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const size_t mapped = mapped_size(bytes);
   // Over-map by one huge page so the start can be 2 MiB-aligned (THP needs aligned 2 MiB ranges).
   void* p = ::mmap(nullptr, mapped + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return b;
+  if (p == MAP_FAILED) return nullptr;
   auto base = reinterpret_cast<uintptr_t>(p);
   const uintptr_t aligned = (base + kHuge - 1) / kHuge * kHuge;
   if (aligned > base) ::munmap(p, aligned - base);
@@ -22,9 +25,19 @@ HostBuffer HostBuffer::allocate(size_t bytes) {
 #ifdef MADV_HUGEPAGE
   (void)::madvise(reinterpret_cast<void*>(aligned), mapped, MADV_HUGEPAGE);  // advisory: fine if refused
 #endif
-  b.data_ = reinterpret_cast<void*>(aligned);
+  return reinterpret_cast<void*>(aligned);
+}
+
+void unmap_huge(void* p, size_t bytes) {
+  if (p) ::munmap(p, mapped_size(bytes));
+}
+
+HostBuffer HostBuffer::allocate(size_t bytes) {
+  HostBuffer b;
+  b.data_ = map_huge(bytes);
+  if (!b.data_) return b;
   b.bytes_ = bytes;
-  b.mapped_ = mapped;
+  b.mapped_ = mapped_size(bytes);
   return b;
 }
 

@@ -11,6 +11,11 @@
 
 namespace zs::exec {
 
+// The mapping behind HostBuffer, for owners with their own deleter (the host device's pinned buffers): `bytes`
+// rounded up to 2 MiB, 2 MiB-aligned, zero-filled; nullptr on failure. unmap_huge takes the same `bytes`.
+void* map_huge(size_t bytes);
+void unmap_huge(void* p, size_t bytes);
+
 class HostBuffer {
  public:
   // Zero-filled (fresh anonymous pages); nullptr data() when the allocation fails.
