@@ -74,6 +74,12 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
     c.backward_time_ratio = *hw.measured.backward_time_ratio;
     prov.push_back({"backward", fmt("measured backward / forward time %.3f (the FLOPs say 2)", c.backward_time_ratio)});
   }
+  if (hw.measured.stream_wake_latency_us && *hw.measured.stream_wake_latency_us > 0) {
+    c.stream_wake_s = *hw.measured.stream_wake_latency_us * 1e-6;
+    c.stream_spin_s = hw.measured.stream_spin_us.value_or(0) * 1e-6;
+    prov.push_back({"stream_wake", fmt("measured: a stream idle over %.0f us starts work %.1f us late",
+                                       c.stream_spin_s * 1e6, c.stream_wake_s * 1e6)});
+  }
   c.hbm_Bps = gb(hw.gpu.hbm_GBps) * d.hbm_efficiency;
   prov.push_back({"hbm", fmt("datasheet %.0f GB/s x %.2f", hw.gpu.hbm_GBps, d.hbm_efficiency)});
 

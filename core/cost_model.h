@@ -43,6 +43,9 @@ struct CostModel {
   // Measured backward ÷ forward time of a module (hardware measured.backward_time_ratio); 0: the FLOPs decide. When
   // set, a backward op costs its work at forward rates × ratio / 2 (its FLOPs and bytes are 2× the forward's).
   double backward_time_ratio = 0;
+  // Streams that sleep (measured.stream_spin_us / stream_wake_latency_us): an op whose stream has waited longer
+  // than stream_spin_s for it (its dependencies, or the op before it) starts stream_wake_s late. 0: never.
+  double stream_spin_s = 0, stream_wake_s = 0;
   // CPU (per node; all local ranks share it)
   double cpu_adam_core_params_per_s = 0;  // cores × per-core SIMD rate
   double cpu_adam_dram_params_per_s = 0;  // DRAM bound: dram_adam_Bps / adam_bytes_per_param

@@ -65,6 +65,8 @@ Result<Hardware> load_hardware_file(const std::string& path) {
     ms.aio_queue_depth = m.opt_integer({"aio_queue_depth"}, 1, 1 << 16);
     ms.gemm_efficiency = m.opt_number({"gemm_efficiency"}, 1e-6, 1.0);
     ms.backward_time_ratio = m.opt_number({"backward_time_ratio"}, 0.1, 100.0);
+    ms.stream_spin_us = m.opt_number({"stream_spin_us"}, 0, 1e7);
+    ms.stream_wake_latency_us = m.opt_number({"stream_wake_latency_us"}, 0, 1e7);
     ms.pcie_h2d_pageable_GBps = m.opt_number({"pcie_h2d_pageable_GBps"}, 1e-6, 1e6);
     ms.pcie_d2h_pageable_GBps = m.opt_number({"pcie_d2h_pageable_GBps"}, 1e-6, 1e6);
     ms.nccl_busbw_GBps = m.opt_number({"nccl_busbw_GBps"}, 1e-6, 1e6);
@@ -114,6 +116,8 @@ std::string hardware_to_json(const Hardware& h) {
   put("aio_queue_depth", ms.aio_queue_depth);
   put("gemm_efficiency", ms.gemm_efficiency);
   put("backward_time_ratio", ms.backward_time_ratio);
+  put("stream_spin_us", ms.stream_spin_us);
+  put("stream_wake_latency_us", ms.stream_wake_latency_us);
   put("pcie_h2d_pageable_GBps", ms.pcie_h2d_pageable_GBps);
   put("pcie_d2h_pageable_GBps", ms.pcie_d2h_pageable_GBps);
   put("nccl_busbw_GBps", ms.nccl_busbw_GBps);

@@ -59,6 +59,10 @@ struct MeasuredSpec {
   // A module's backward time over its forward time, measured on the device's kernels at the model's shapes
   // (`zerosim train --write-device-profile`). Absent: the FLOP count decides (backward = 2 x forward).
   std::optional<double> backward_time_ratio;
+  // How long a stream that waits for work or for another stream's event polls before it sleeps, and how late work
+  // starts on a stream that slept (a thread woken onto an idle core). The host device's streams are threads
+  // (`train --write-device-profile` measures them); absent: a GPU's hardware queues, no wake-up cost.
+  std::optional<double> stream_spin_us, stream_wake_latency_us;
   std::optional<double> pcie_h2d_pageable_GBps, pcie_d2h_pageable_GBps;
   std::optional<double> nccl_busbw_GBps;
 };

@@ -23,6 +23,7 @@ class GroupEmitter {
   // Swap-in (NVMe) and Adam. `with_grads`: wait for this step's gradient partitions (not with dpu).
   uint32_t adam(size_t g, std::vector<uint32_t> deps, bool with_grads) {
     const OptGroup& og = cx_.groups[g];
+    const std::vector<uint32_t> entry = deps;  // the step's own start (deepspeed: after the global norm)
     if (with_grads)
       for (size_t p = og.first; p < og.last; ++p)
         if (st_.grad_delivered[p] >= 0) deps.push_back(static_cast<uint32_t>(st_.grad_delivered[p]));
@@ -38,6 +39,9 @@ class GroupEmitter {
       if (oo.pipeline_read) rd = st_.prev_reads;
       if (!oo.pipeline_write) rd.insert(rd.end(), earlier_writes.begin(), earlier_writes.end());
       if (!oo.pipeline_read && st_.prev_adam_cpu >= 0) rd.push_back(static_cast<uint32_t>(st_.prev_adam_cpu));
+      // step() swaps states in only once it runs: after the overflow check and the global norm (DEEPSPEED.md
+      // "Optimizer step()"), not during backward — what `entry` carries for the deepspeed schedule.
+      rd.insert(rd.end(), entry.begin(), entry.end());
       const int64_t n = align_up(og.elements, std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / 4));
       reads.push_back(io(OpKind::nvme_read, g, TensorKind::fp32_master, cx_.master_b * n, rd));
       reads.push_back(io(OpKind::nvme_read, g, TensorKind::adam_m, cx_.state_b * n, rd));

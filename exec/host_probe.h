@@ -2,8 +2,9 @@
 // rate and a memory-bound rate fitted to every module's measured forward time (time ≈ GEMM FLOPs / rate +
 // memory-bound bytes / bandwidth, the cost model's own form, with the Plan's per-op FLOPs and bytes), the ratio of
 // the modules' backward time to their forward time (measured.backward_time_ratio), and its copy bandwidth (H2D/D2H
-// are memcpys). `zerosim probe` measures the machine (DRAM, CPU Adam, NVMe); this
-// measures the stand-in GPU, so `simulate` can predict a `train --device host` run (docs/ENGINE.md "Validation").
+// are memcpys), and how late a sleeping stream thread starts handed-over work. `zerosim probe` measures the machine
+// (DRAM, CPU Adam, NVMe); this measures the stand-in GPU, so `simulate` can predict a `train --device host` run
+// (docs/ENGINE.md "Validation").
 //   auto hp = probe_host_device(model, strategy, plan);
 //   core::Hardware h = apply_host_probe(probed_profile, *hp);
 #pragma once
@@ -22,10 +23,13 @@ namespace zs::exec {
 struct HostDeviceProbe {
   double gemm_flops_per_s = 0;  // fitted GEMM rate (attention's QKᵀ and AV counted as GEMM, as the Plan does)
   double mem_bound_Bps = 0;     // fitted bandwidth of the memory-bound work
-  double copy_Bps = 0;          // memcpy between 4 KiB-aligned host buffers
+  double copy_Bps = 0;          // memcpy of 8 MiB between 4 KiB-aligned host buffers out of cache (median)
   double fit_rms_rel = 0;       // RMS relative error of the fit over the modules
   int modules = 0;              // samples in the fit (one per module: its forward)
   double backward_ratio = 0;    // Σ backward ÷ Σ forward time over those modules (the FLOPs say 2)
+  // The host device's streams are threads: one that waited longer than stream_spin_s sleeps, and work handed to it
+  // starts stream_wake_s late (median over handoffs from a busy stream to a sleeping one).
+  double stream_spin_s = 0, stream_wake_s = 0;
 };
 
 core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,

@@ -47,7 +47,8 @@ struct CpuAdamResult {
 struct NvmeSample {
   int64_t block_size = 0;
   int queue_depth = 0;
-  double read_GBps = 0, write_GBps = 0;
+  double read_GBps = 0, write_GBps = 0;          // best repeat (the path's limit)
+  double read_median_s = 0, write_median_s = 0;  // a typical swap's time, what a training step sees
 };
 
 struct NvmeResult {
@@ -83,10 +84,13 @@ struct ProbeResult {
 
 core::Result<ProbeResult> run_probe(const ProbeOptions& o);
 
-// One NVMe sample through the Swapper: swap_out then swap_in of one `bytes` tensor, best of `reps` each
-// (the first write also fallocates). Warnings of the swapper are appended to `warnings` when given.
+// One NVMe sample through the Swapper: per repeat, `files` tensors of `bytes` swapped out one after another, then
+// swapped in in the same order (a read never follows its own write at once, as in training); the best and the
+// median swap of each direction (the first write also fallocates). Warnings of the swapper are appended to
+// `warnings` when given.
 core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
-                                      int reps, bool checksums = true, std::vector<std::string>* warnings = nullptr);
+                                      int reps, bool checksums = true, std::vector<std::string>* warnings = nullptr,
+                                      int files = 1);
 
 // `base` with cpu.cores / memory_GiB / memory_GBps (triad) and the nvme fields (when measured) overwritten,
 // the measured block filled, and name/source saying where the figures came from.

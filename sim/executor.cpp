@@ -141,6 +141,7 @@ core::Status Executor::init() {
       for (uint32_t d : ops[k].deps)
         succ_[fill[inst_of(r, static_cast<size_t>(index_of[d]))]++] = static_cast<uint32_t>(inst_of(r, k));
   head_.assign(queues_.size(), 0);
+  head_since_.assign(queues_.size(), 0.0);
   mem_now_ = plan_.static_bytes;
   memory_.clear();
   memory_.push_back({0.0, mem_now_});
@@ -168,9 +169,17 @@ void Executor::start(Backend& b) {
 
 void Executor::try_start(uint32_t i) {
   Inst& in = insts_[i];
-  if (in.pending > 0 || in.start >= 0 || in.coll >= 0) return;
+  if (in.pending > 0 || in.start >= 0 || in.coll >= 0 || in.waking) return;
   const auto& q = queues_[in.queue];
   if (head_[in.queue] >= q.size() || q[head_[in.queue]] != i) return;
+  // A stream that waited longer than it polls has gone to sleep: its work starts a wake-up later.
+  const OpKind k = plan_.ops[in.op].kind;
+  if (cost_.stream_wake_s > 0 && k != OpKind::alloc && k != OpKind::release &&
+      b_->now() - head_since_[in.queue] > cost_.stream_spin_s) {
+    in.waking = true;
+    b_->delay(cost_.stream_wake_s, new_act(ActType::wake, i));
+    return;
+  }
   launch(i);
 }
 
@@ -267,6 +276,9 @@ void Executor::complete(uint64_t token) {
     case ActType::op:
       finish(a.ref);
       break;
+    case ActType::wake:
+      launch(a.ref);
+      break;
     case ActType::coll_flow: {
       Coll& c = colls_[a.ref];
       if (--c.outstanding > 0) break;
@@ -310,6 +322,7 @@ void Executor::drain() {
     finished_.pop_back();
     const uint32_t q = insts_[i].queue;
     ++head_[q];
+    head_since_[q] = b_->now();
     if (head_[q] < queues_[q].size()) try_start(queues_[q][head_[q]]);
     for (uint32_t s = succ_begin_[i]; s < succ_begin_[i + 1]; ++s) {
       const uint32_t j = succ_[s];

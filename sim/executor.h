@@ -76,6 +76,7 @@ class Executor {
     uint32_t pending = 0;  // unfinished dependencies
     uint32_t queue = 0;    // (rank, stream) queue index
     int32_t coll = -1;     // collective state index while waiting/running
+    bool waking = false;   // its stream slept (cost.stream_wake_s): started after the wake-up delay
     double start = -1, end = -1;
   };
   struct Coll {
@@ -86,7 +87,7 @@ class Executor {
     double hop_latency = 0;
     CollectivePlan plan;
   };
-  enum class ActType : uint8_t { op, coll_flow, coll_delay };
+  enum class ActType : uint8_t { op, coll_flow, coll_delay, wake };
   struct Act {
     ActType type = ActType::op;
     uint32_t ref = 0;  // instance or collective index
@@ -109,6 +110,7 @@ class Executor {
   std::vector<uint32_t> succ_begin_, succ_;    // CSR: instance → successors
   std::vector<std::vector<uint32_t>> queues_;  // per (rank, stream), instances in program order
   std::vector<uint32_t> head_;                 // next position per queue
+  std::vector<double> head_since_;             // per queue: when its head op became the head (its stream idle)
   std::vector<int32_t> coll_seq_;              // per instance: k-th collective of its rank, -1 none
   std::unordered_map<uint64_t, uint32_t> coll_index_;
   std::vector<Coll> colls_;

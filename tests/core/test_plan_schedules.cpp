@@ -164,6 +164,21 @@ TEST_CASE("NVMe optimizer swapping: pipeline_read prefetches the next sub-group,
   CHECK(adam_waits_for_writes(pread) == static_cast<int>(groups - 1));
   CHECK(adam_waits_for_writes(both) == 0);
   CHECK(sync.per_step.nvme_read == both.per_step.nvme_read);
+  // step() swaps states in only when it runs, after the overflow check and the global norm: every optimizer-phase
+  // NVMe read of the deepspeed schedule comes after the norm's all-reduce, the first group's included.
+  for (const Plan* p : {&sync, &pread, &both}) {
+    Ancestry anc(*p);
+    const auto norm = ops_of(*p, OpKind::allreduce);
+    REQUIRE_FALSE(norm.empty());
+    int reads = 0, after_norm = 0;
+    for (const auto& op : p->ops)
+      if (op.kind == OpKind::nvme_read && op.phase == Phase::optimizer) {
+        ++reads;
+        after_norm += anc.reaches(norm.front(), op.id);
+      }
+    CHECK(reads >= 4 * static_cast<int>(groups));
+    CHECK(after_norm == reads);
+  }
 }
 
 TEST_CASE("ZeRO-3 fetches are issued from the module's pre-hook; persistent params never fetched",

@@ -144,9 +144,15 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   // A backward does about twice a forward's work; the reference kernels' ratio is measured, not assumed.
   CHECK(hp->backward_ratio > 0.5);
   CHECK(hp->backward_ratio < 6.0);
+  // Stream threads that slept: a wake-up takes microseconds, not nothing and not milliseconds.
+  CHECK(hp->stream_spin_s > 0);
+  CHECK(hp->stream_wake_s > 0.2e-6);
+  CHECK(hp->stream_wake_s < 5e-3);
   const core::Hardware h = exec::apply_host_probe(*hw, *hp);
   REQUIRE(h.measured.backward_time_ratio.has_value());
   CHECK(*h.measured.backward_time_ratio == hp->backward_ratio);
+  REQUIRE(h.measured.stream_wake_latency_us.has_value());
+  CHECK(*h.measured.stream_wake_latency_us == Approx(hp->stream_wake_s * 1e6));
   CHECK(h.gpu.peak_tflops_bf16 == Approx(hp->gemm_flops_per_s / 1e12));
   CHECK(h.source.find("backward") != std::string::npos);
   auto back = core::load_hardware_file([&] {

@@ -51,6 +51,7 @@ TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards 
   core::Hardware h = dgx2();
   auto c = core::cost_model_for(h, core::Precision::fp16);
   CHECK(c.backward_time_ratio == 0);
+  CHECK(c.stream_wake_s == 0);  // a GPU's queues: no wake-up unless measured
   core::Op f;
   f.kind = core::OpKind::forward;
   f.layer = 3;
@@ -65,8 +66,12 @@ TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards 
   const double work_b = 2e12 / (c.peak_flops * c.block_backward_efficiency) + 8e9 / c.hbm_Bps;
   CHECK(core::compute_time_s(c, b) == Approx(launch_b + work_b));
   h.measured.backward_time_ratio = 1.5;
+  h.measured.stream_spin_us = 200;
+  h.measured.stream_wake_latency_us = 35;
   auto m = core::cost_model_for(h, core::Precision::fp16);
   CHECK(m.backward_time_ratio == 1.5);
+  CHECK(m.stream_spin_s == Approx(200e-6));
+  CHECK(m.stream_wake_s == Approx(35e-6));
   const double fwd = core::compute_time_s(m, f);
   CHECK(fwd == Approx(launch_f + 1e12 / (m.peak_flops * m.block_forward_efficiency) + 4e9 / m.hbm_Bps));
   CHECK(core::compute_time_s(m, b) == Approx(launch_b + work_b * 1.5 / 2));

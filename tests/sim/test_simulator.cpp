@@ -150,6 +150,36 @@ TEST_CASE("two independent streams overlap; one stream is an in-order queue", "[
   }
 }
 
+TEST_CASE("a stream that waited past its poll budget starts a wake-up late (measured.stream_wake_latency_us)",
+          "[sim][golden]") {
+  auto c = test::exact_cost();
+  c.stream_spin_s = 200e-6;
+  c.stream_wake_s = 40e-6;
+  const double t_h2d = 1e9 / c.pcie_h2d_Bps + c.pcie_latency_s;
+  PlanBuilder b;
+  b.compute(50e12);                             // 0: 0.5 s; its stream had no wait
+  b.compute(1e9, {});                           // 1: right behind 0 on a busy stream: no wake-up
+  b.transfer(OpKind::h2d, 1'000'000'000, {0});  // 2: its stream waited 0.5 s for op 0: slept
+  b.transfer(OpKind::h2d, 1'000'000'000);       // 3: queued behind 2: the stream is awake
+  auto r = run(b.plan(), 1, 1, c);
+  CHECK(event(r, 0).start_s == Approx(0.0).margin(1e-12));  // a stream's first op at step start: no wait yet
+  CHECK(event(r, 1).start_s == Approx(0.5).epsilon(kRel));
+  CHECK(event(r, 2).start_s == Approx(0.5 + 40e-6).epsilon(kRel));
+  CHECK(event(r, 3).start_s == Approx(event(r, 2).end_s).epsilon(kRel));
+  CHECK(event(r, 3).end_s == Approx(0.5 + 40e-6 + 2 * t_h2d).epsilon(kRel));
+  SECTION("a wait shorter than the poll budget costs nothing") {
+    PlanBuilder q;
+    q.compute(10e9);                              // 0: 100 us
+    q.transfer(OpKind::h2d, 1'000'000'000, {0});  // 1: waited 100 us < 200 us
+    auto rq = run(q.plan(), 1, 1, c);
+    CHECK(event(rq, 1).start_s == Approx(100e-6).epsilon(kRel));
+  }
+  SECTION("without the measured figures (a GPU's queues) nothing changes") {
+    auto rg = run(b.plan());
+    CHECK(event(rg, 2).start_s == Approx(0.5).epsilon(kRel));
+  }
+}
+
 TEST_CASE("two flows on one link share it", "[sim][golden]") {
   auto c = test::exact_cost();
   SECTION("two GPUs' H2D copies through a host uplink as fast as one GPU's link") {
