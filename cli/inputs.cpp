@@ -6,6 +6,8 @@
 #include <ctime>
 #include <fstream>
 
+#include "zs_git_commit.h"  // generated at build time: ZEROSIM_GIT_COMMIT (cmake/git_commit.cmake)
+
 namespace zs::cli {
 
 void add_input_flags(CLI::App& sub, InputFlags& f, bool model_required) {

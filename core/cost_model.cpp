@@ -85,6 +85,7 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
 
   // CPU Adam: min(cores × per-core rate, DRAM bandwidth ÷ 28 B/param), unless measured.
   c.cpu_adam_core_params_per_s = static_cast<double>(std::max<int64_t>(hw.cpu.cores, 1)) * kCpuAdamParamsPerCoreS;
+  c.cpu_pool_threads = std::max<int64_t>(1, hw.measured.cpu_adam_threads.value_or(hw.cpu.cores));
   const double dram_adam_Bps = hw.measured.dram_adam_pattern_GBps ? gb(*hw.measured.dram_adam_pattern_GBps)
                                                                   : gb(hw.cpu.memory_GBps) * kDramAdamEfficiency;
   c.cpu_adam_dram_params_per_s = dram_adam_Bps / c.adam_bytes_per_param;

@@ -176,7 +176,7 @@ void Executor::try_start(uint32_t i) {
   const OpKind k = plan_.ops[in.op].kind;
   if (cost_.stream_wake_s > 0 && k != OpKind::alloc && k != OpKind::release &&
       b_->now() - head_since_[in.queue] > cost_.stream_spin_s) {
-    in.waking = true;
+    in.waking = in.slept = true;
     b_->delay(cost_.stream_wake_s, new_act(ActType::wake, i));
     return;
   }
@@ -197,9 +197,14 @@ void Executor::launch(uint32_t i) {
     case OpKind::adam_cpu:
     case OpKind::cast_cpu: {
       in.start = now;
-      const double t = cost_of(op);
+      double t = cost_of(op);
       if (t <= 0) return finish(i);
       const bool cpu = op.kind == OpKind::adam_cpu || op.kind == OpKind::cast_cpu;
+      if (cpu && in.slept && cost_.cpu_pool_threads > 1) {
+        // The pool's workers join stream_wake_s late: until then the caller works alone (T threads' work at 1).
+        const double T = static_cast<double>(cost_.cpu_pool_threads);
+        t += std::min(cost_.stream_wake_s, t * T) * (T - 1) / T;
+      }
       b_->exec(cpu ? topo_.cpu_host() : topo_.gpu_host(in.rank), t, new_act(ActType::op, i));
       return;
     }

@@ -77,6 +77,7 @@ class Executor {
     uint32_t queue = 0;    // (rank, stream) queue index
     int32_t coll = -1;     // collective state index while waiting/running
     bool waking = false;   // its stream slept (cost.stream_wake_s): started after the wake-up delay
+    bool slept = false;    // ... and so did CPU Adam's pool, for a CPU op
     double start = -1, end = -1;
   };
   struct Coll {

@@ -72,6 +72,7 @@ TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards 
   CHECK(m.backward_time_ratio == 1.5);
   CHECK(m.stream_spin_s == Approx(200e-6));
   CHECK(m.stream_wake_s == Approx(35e-6));
+  CHECK(m.cpu_pool_threads == h.cpu.cores);  // no measured.cpu_adam_threads: the cores
   const double fwd = core::compute_time_s(m, f);
   CHECK(fwd == Approx(launch_f + 1e12 / (m.peak_flops * m.block_forward_efficiency) + 4e9 / m.hbm_Bps));
   CHECK(core::compute_time_s(m, b) == Approx(launch_b + work_b * 1.5 / 2));

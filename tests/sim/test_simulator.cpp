@@ -178,6 +178,29 @@ TEST_CASE("a stream that waited past its poll budget starts a wake-up late (meas
     auto rg = run(b.plan());
     CHECK(event(rg, 2).start_s == Approx(0.5).epsilon(kRel));
   }
+  SECTION("a CPU op after its stream slept: the pool's second thread joins a wake-up late") {
+    auto cc = c;
+    cc.cpu_pool_threads = 2;
+    PlanBuilder q;
+    q.compute(50e12);                                                     // 0: 0.5 s
+    const uint32_t big = q.add(Stream::cpu_adam, OpKind::adam_cpu, {0});  // 1: 1e6 params, 1 ms at 1e9/s
+    q.op(big).elements = 1'000'000;
+    const uint32_t next = q.add(Stream::cpu_adam, OpKind::adam_cpu, {1});  // 2: right behind: the pool is awake
+    q.op(next).elements = 1'000'000;
+    const uint32_t tiny = q.add(Stream::cpu_adam, OpKind::adam_cpu, {0, 2});
+    q.op(tiny).elements = 10'000;  // 3: 10 us at 2 threads, but it follows op 2 at once: no wake-up
+    auto rq = run(q.plan(), 1, 1, cc);
+    CHECK(event(rq, 1).start_s == Approx(0.5 + 40e-6).epsilon(kRel));
+    CHECK(duration(rq, 1) == Approx(1e-3 + 40e-6 / 2).epsilon(kRel));  // 40 us with one thread of two
+    CHECK(duration(rq, 2) == Approx(1e-3).epsilon(kRel));
+    CHECK(duration(rq, 3) == Approx(10e-6).epsilon(1e-6));  // a 10 us span at t = 0.5 s: SimGrid's clock ~1e-12 s
+    PlanBuilder w;
+    w.compute(50e12);
+    const uint32_t alone = w.add(Stream::cpu_adam, OpKind::adam_cpu, {0});
+    w.op(alone).elements = 10'000;  // 10 us at 2 threads, 20 us alone: done before the worker wakes
+    auto rw = run(w.plan(), 1, 1, cc);
+    CHECK(duration(rw, 1) == Approx(20e-6).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("two flows on one link share it", "[sim][golden]") {
