@@ -2,8 +2,9 @@
 # Renders the four tabs of zerosim-gui headless into docs/screenshots/ (the README's pictures).
 #   gui/tools/screenshots.sh [BUILD_DIR]      # default build/; needs zerosim and zerosim-gui built there
 # The Compare tab holds a real measured trace: `zerosim train` of a 3.3M-parameter GPT on this machine's host
-# device (the engine, ZeRO-Offload), against `simulate` of the same run with the host device's measured rates
-# (`train --write-device-profile`, docs/ENGINE.md "Validation").
+# device (the engine, ZeRO-Offload), against `simulate` of the same run with this machine's probed figures
+# (`zerosim probe`: DRAM, CPU Adam, NVMe) and the host device's measured rates (`train --write-device-profile`),
+# as docs/ENGINE.md "Validation" does.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$root/build}"
@@ -14,7 +15,9 @@ export QT_QPA_PLATFORM=offscreen
 
 model=llama2-7b; hw=dgx-a100-80gb; cfg=zero3-offload-nvme
 small="$root/tests/data/engine/small.json"; small_cfg="$root/tests/data/engine/tiny-zero2-offload.json"
-"$build/bin/zerosim" train --model "$small" --hardware ci-2core --ds-config "$small_cfg" --device host --seq-len 64 \
+mkdir -p "$tmp/nvme"
+"$build/bin/zerosim" probe --nvme-path "$tmp/nvme" -o "$tmp/probe.json" >/dev/null
+"$build/bin/zerosim" train --model "$small" --hardware "$tmp/probe.json" --ds-config "$small_cfg" --device host --seq-len 64 \
   --steps 12 --write-device-profile "$tmp/host.json" --trace "$tmp/measured.json" >/dev/null
 
 gui="$build/bin/zerosim-gui"
