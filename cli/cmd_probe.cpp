@@ -44,14 +44,17 @@ core::Json to_json(const exec::ProbeResult& r) {
       sweep.push_back({{"block_size", s.block_size},
                        {"queue_depth", s.queue_depth},
                        {"read_GBps", s.read_GBps},
-                       {"write_GBps", s.write_GBps}});
-    j["nvme"] = {{"read_GBps", r.nvme.best.read_GBps},
-                 {"write_GBps", r.nvme.best.write_GBps},
+                       {"write_GBps", s.write_GBps},
+                       {"read_peak_GBps", s.read_peak_GBps},
+                       {"write_peak_GBps", s.write_peak_GBps}});
+    j["nvme"] = {{"read_GBps", r.nvme.read_GBps},
+                 {"write_GBps", r.nvme.write_GBps},
                  {"block_size", r.nvme.best.block_size},
                  {"queue_depth", r.nvme.best.queue_depth},
                  {"paths", r.nvme.paths},
                  {"direct", r.nvme.direct},
                  {"file_bytes", r.nvme.file_bytes},
+                 {"files", r.nvme.files},
                  {"read_latency_us", r.nvme.read_latency_s * 1e6},
                  {"write_latency_us", r.nvme.write_latency_s * 1e6},
                  {"latency_bytes", r.nvme.latency_bytes},
@@ -74,13 +77,17 @@ void print_text(const exec::ProbeResult& r) {
                 a.threads > 1 ? "s:" : ": ", a.params_per_s, a.params_per_s * 28 / 1e9, r.cpu_adam.kernel.c_str());
   if (r.nvme.measured) {
     for (const auto& s : r.nvme.sweep)
-      std::printf("nvme      block %8lld qd %3d: read %.2f GB/s, write %.2f GB/s\n",
-                  static_cast<long long>(s.block_size), s.queue_depth, s.read_GBps, s.write_GBps);
+      std::printf("nvme      block %8lld qd %3d: read %.2f GB/s, write %.2f GB/s (median; fastest %.2f, %.2f)\n",
+                  static_cast<long long>(s.block_size), s.queue_depth, s.read_GBps, s.write_GBps, s.read_peak_GBps,
+                  s.write_peak_GBps);
     std::printf("recommended aio: {\"block_size\": %lld, \"queue_depth\": %d}  (read %.2f GB/s, write %.2f GB/s)\n",
                 static_cast<long long>(r.nvme.best.block_size), r.nvme.best.queue_depth, r.nvme.best.read_GBps,
                 r.nvme.best.write_GBps);
-    std::printf("nvme      per-swap latency: read %.0f us, write %.0f us (%lld-byte swaps)\n", r.nvme.read_latency_s * 1e6,
-                r.nvme.write_latency_s * 1e6, static_cast<long long>(r.nvme.latency_bytes));
+    std::printf(
+        "nvme      one swap: read %.0f us + bytes at %.2f GB/s, write %.0f us + bytes at %.2f GB/s (fit through "
+        "the median %lld- and %lld-byte swaps)\n",
+        r.nvme.read_latency_s * 1e6, r.nvme.read_GBps, r.nvme.write_latency_s * 1e6, r.nvme.write_GBps,
+        static_cast<long long>(r.nvme.latency_bytes), static_cast<long long>(r.nvme.file_bytes));
     for (const auto& w : r.nvme.warnings) std::printf("warning: %s\n", w.c_str());
   } else {
     std::printf("nvme      not measured\n");

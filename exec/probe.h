@@ -47,8 +47,9 @@ struct CpuAdamResult {
 struct NvmeSample {
   int64_t block_size = 0;
   int queue_depth = 0;
-  double read_GBps = 0, write_GBps = 0;          // best repeat (the path's limit)
-  double read_median_s = 0, write_median_s = 0;  // a typical swap's time, what a training step sees
+  double read_GBps = 0, write_GBps = 0;            // the median swap's rate: what a training step sees
+  double read_median_s = 0, write_median_s = 0;    // the median swap's time
+  double read_peak_GBps = 0, write_peak_GBps = 0;  // the fastest swap's rate (cache-assisted, for reference)
 };
 
 struct NvmeResult {
@@ -57,13 +58,15 @@ struct NvmeResult {
   bool direct = true;                 // O_DIRECT on every path
   std::vector<std::string> warnings;  // from the swapper (buffered fallback, mlock)
   int64_t capacity_bytes = 0;         // smallest path's file system
-  int64_t file_bytes = 0;             // bytes written and read per sample
+  int64_t file_bytes = 0;             // bytes per swap in the sweep
+  int files = 0;                      // swaps out, then in, per repeat
   std::vector<NvmeSample> sweep;
   NvmeSample best;  // the recommended aio block_size / queue_depth (max read + write)
-  // Fixed cost of one swap through the swapper at `best` (open, fallocate, submit, completion, checksum set-up):
-  // the time of a small swap minus its bytes at the measured bandwidth, best of several.
+  // One swap through the swapper at `best` takes latency + bytes / rate: the line through the median swap of
+  // latency_bytes and that of file_bytes (latency: open, fallocate, submit, completion, checksum set-up).
   int64_t latency_bytes = 0;
   double read_latency_s = 0, write_latency_s = 0;
+  double read_GBps = 0, write_GBps = 0;
 };
 
 struct GpuResult {
@@ -85,8 +88,8 @@ struct ProbeResult {
 core::Result<ProbeResult> run_probe(const ProbeOptions& o);
 
 // One NVMe sample through the Swapper: per repeat, `files` tensors of `bytes` swapped out one after another, then
-// swapped in in the same order (a read never follows its own write at once, as in training); the best and the
-// median swap of each direction (the first write also fallocates). Warnings of the swapper are appended to
+// swapped in in the same order (a read never follows its own write at once, as in training); the median and the
+// fastest swap of each direction (the first write also fallocates). Warnings of the swapper are appended to
 // `warnings` when given.
 core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
                                       int reps, bool checksums = true, std::vector<std::string>* warnings = nullptr,

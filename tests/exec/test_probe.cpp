@@ -60,7 +60,9 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
   CHECK(back->cpu.cores == r->cpus);
   CHECK(back->cpu.memory_GBps == Approx(r->dram.triad_GBps));
   CHECK(back->nvme.drives == 1);
-  CHECK(back->nvme.read_GBps_each == Approx(r->nvme.best.read_GBps));
+  CHECK(back->nvme.read_GBps_each == Approx(r->nvme.read_GBps));
+  CHECK(*back->measured.nvme_read_GBps == Approx(r->nvme.read_GBps));
+  CHECK(*back->measured.nvme_write_GBps == Approx(r->nvme.write_GBps));
   REQUIRE(back->measured.cpu_adam_params_per_s.has_value());
   CHECK(*back->measured.cpu_adam_params_per_s == Approx(r->cpu_adam.params_per_s));
   CHECK(*back->measured.dram_adam_pattern_GBps == Approx(r->dram.adam_pattern_GBps));
@@ -73,6 +75,18 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
   CHECK(r->nvme.read_latency_s < 1.0);
   CHECK(*back->measured.nvme_write_latency_us == Approx(r->nvme.write_latency_s * 1e6));
   CHECK(*back->measured.nvme_read_latency_us == Approx(r->nvme.read_latency_s * 1e6));
+  // The sweep reports the median swap and the fastest; the swap model (latency + bytes / rate) is the line through
+  // the median small and large swaps, so it underestimates neither (it passes through both unless they cross).
+  CHECK(r->nvme.files == 2);
+  for (const auto& s : r->nvme.sweep) {
+    CHECK(s.read_peak_GBps >= s.read_GBps);
+    CHECK(s.write_peak_GBps >= s.write_GBps);
+    CHECK(s.read_GBps == Approx(static_cast<double>(r->nvme.file_bytes) / s.read_median_s / 1e9));
+  }
+  const double big = static_cast<double>(r->nvme.file_bytes);
+  CHECK(r->nvme.read_latency_s + big / (r->nvme.read_GBps * 1e9) >= r->nvme.best.read_median_s * (1 - 1e-9));
+  CHECK(r->nvme.write_latency_s + big / (r->nvme.write_GBps * 1e9) >= r->nvme.best.write_median_s * (1 - 1e-9));
+  CHECK(r->nvme.read_GBps >= r->nvme.best.read_GBps * (1 - 1e-9));
   CHECK(back->gpu.name == base->gpu.name);  // GPU and links come from the base
   fs::remove_all(dir);
 }
