@@ -74,6 +74,7 @@ bool run_scenario(const Scenario& sc, Run* out) {
   }
   core::CostModel cost = core::cost_model_for(*h, s->model_dtype());
   core::apply_model_shapes(cost, *m, s->micro_batch_per_gpu * s->run.seq_len);
+  core::apply_aio(cost, *h, s->aio);
   sim::SimOptions so;
   so.nodes = sc.nodes;
   so.gpus_per_node = sc.gpus_per_node;

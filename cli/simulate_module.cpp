@@ -18,7 +18,6 @@
 #include "core/memory.h"
 #include "core/plan.h"
 #include "core/trace.h"
-
 #include "sim/requirements.h"
 #include "sim/simulator.h"
 #include "sim/summary.h"
@@ -193,6 +192,7 @@ void run_simulate(const Opts& o, int& exit_code) {
   }
   core::CostModel cost = core::cost_model_for(in->hardware, in->strategy.model_dtype());
   core::apply_model_shapes(cost, in->model, in->strategy.micro_batch_per_gpu * in->strategy.run.seq_len);
+  core::apply_aio(cost, in->hardware, in->strategy.aio);
   sim::SimOptions so;
   so.nodes = in->strategy.run.nodes;
   so.gpus_per_node = in->strategy.run.gpus_per_node;

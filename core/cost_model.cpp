@@ -153,6 +153,35 @@ double gemm_efficiency(const CostModel& c, int64_t m, int64_t n, int64_t k) {
   return flops / c.peak_flops / std::max(t_compute, t_memory);
 }
 
+void apply_aio(CostModel& c, const Hardware& hw, const AioConfig& aio) {
+  const MeasuredSpec& ms = hw.measured;
+  if (!ms.nvme_read_GBps || !ms.nvme_write_GBps || ms.nvme_aio_sweep.empty() || !ms.aio_block_size ||
+      !ms.aio_queue_depth)
+    return;
+  auto row = [&](int64_t bs, int64_t qd) -> const NvmeAioRate* {
+    for (const auto& r : ms.nvme_aio_sweep)
+      if (r.block_size == bs && r.queue_depth == qd) return &r;
+    return nullptr;
+  };
+  const NvmeAioRate* fitted = row(*ms.aio_block_size, *ms.aio_queue_depth);
+  const NvmeAioRate* want = row(aio.block_size, aio.queue_depth);
+  const std::string cfg =
+      "aio block_size " + std::to_string(aio.block_size) + ", queue_depth " + std::to_string(aio.queue_depth);
+  if (!fitted || !want) {
+    c.provenance.push_back({"nvme_aio", "ds_config " + cfg + " was not probed; rates of block_size " +
+                                            std::to_string(*ms.aio_block_size) + ", queue_depth " +
+                                            std::to_string(*ms.aio_queue_depth)});
+    return;
+  }
+  c.nvme_read_Bps *= want->read_GBps / fitted->read_GBps;
+  c.nvme_write_Bps *= want->write_GBps / fitted->write_GBps;
+  c.provenance.push_back(
+      {"nvme_aio", "ds_config " + cfg +
+                       fmt(": measured %.2f GB/s read, %.2f GB/s write (", want->read_GBps, want->write_GBps) +
+                       fmt("x %.3f, ", want->read_GBps / fitted->read_GBps) +
+                       fmt("x %.3f of the probe's best)", want->write_GBps / fitted->write_GBps)});
+}
+
 void apply_model_shapes(CostModel& c, const ModelSpec& m, int64_t tokens) {
   if (tokens <= 0 || m.hidden <= 0) return;
   const int64_t h = m.hidden, hd = m.head_dim > 0 ? m.head_dim : h / std::max<int64_t>(m.heads, 1);

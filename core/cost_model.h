@@ -1,6 +1,7 @@
 // Cost model: how long one op of a Plan takes on one resource when it runs alone — GEMMs at a shape-dependent
 // efficiency, memory-bound work at HBM bandwidth, a launch overhead per kernel, CPU Adam, casts, link rates.
 //   CostModel c = cost_model_for(hw, Precision::fp16);  apply_model_shapes(c, model, micro_batch * seq_len);
+//   apply_aio(c, hw, strategy.aio);
 //   double t = compute_time_s(c, op);   // the simulator adds contention on top (sim/, docs/SIM.md)
 #pragma once
 
@@ -75,6 +76,11 @@ struct CostModel {
 
 // Defaults for `hw` (GPU type table, efficiencies) with hw.measured applied. `dtype` picks the peak FLOP rate.
 CostModel cost_model_for(const Hardware& hw, Precision dtype);
+
+// The ds_config's aio block_size and queue_depth against the probe's sweep (measured.nvme_aio_sweep): the
+// measured NVMe rates were fitted at measured.aio_block_size / aio_queue_depth, and `aio`'s row scales them by its
+// median rates over the fitted row's. No sweep, or no row for `aio`: the rates stay, and the provenance says so.
+void apply_aio(CostModel& c, const Hardware& hw, const AioConfig& aio);
 
 // GEMM efficiency (achieved/peak) for C[m,n] = A[m,k]·B[k,n]: wave quantisation of tile_m×tile_n tiles over the
 // SMs, a short-k penalty, and the HBM roofline for skinny shapes. The fixed measured value when one is set.

@@ -63,6 +63,26 @@ Result<Hardware> load_hardware_file(const std::string& path) {
     ms.nvme_write_latency_us = m.opt_number({"nvme_write_latency_us"}, 0, 1e7);
     ms.aio_block_size = m.opt_integer({"aio_block_size"}, 512, int64_t{1} << 34);
     ms.aio_queue_depth = m.opt_integer({"aio_queue_depth"}, 1, 1 << 16);
+    if (const Json* sw = m.raw({"nvme_aio_sweep"})) {
+      if (!sw->is_array()) {
+        m.fail("nvme_aio_sweep", "expected an array of {block_size, queue_depth, read_GBps, write_GBps}");
+      } else {
+        for (size_t i = 0; i < sw->size() && !m.failed(); ++i) {
+          ObjectReader e((*sw)[i], m.file(), m.key_path("nvme_aio_sweep") + "[" + std::to_string(i) + "]");
+          NvmeAioRate a;
+          a.block_size = e.req_integer("block_size", 512, int64_t{1} << 34);
+          a.queue_depth = e.req_integer("queue_depth", 1, 1 << 16);
+          a.read_GBps = e.req_number("read_GBps", 1e-6, 1e6);
+          a.write_GBps = e.req_number("write_GBps", 1e-6, 1e6);
+          for (const auto& b : ms.nvme_aio_sweep)
+            if (!e.failed() && b.block_size == a.block_size && b.queue_depth == a.queue_depth)
+              e.fail("block_size", "block_size " + std::to_string(a.block_size) + " with queue_depth " +
+                                       std::to_string(a.queue_depth) + " is listed twice");
+          if (Status st = e.finish(); !st.ok()) m.fail_message(st.error().message);
+          ms.nvme_aio_sweep.push_back(a);
+        }
+      }
+    }
     ms.gemm_efficiency = m.opt_number({"gemm_efficiency"}, 1e-6, 1.0);
     ms.backward_time_ratio = m.opt_number({"backward_time_ratio"}, 0.1, 100.0);
     ms.stream_spin_us = m.opt_number({"stream_spin_us"}, 0, 1e7);
@@ -89,16 +109,23 @@ std::string hardware_to_json(const Hardware& h) {
   j["gpus_per_node"] = h.gpus_per_node;
   j["gpu"] = {{"name", h.gpu.name},
               {"memory_GiB", h.gpu.memory_GiB},
-              {"peak_tflops", {{"fp16", h.gpu.peak_tflops_fp16}, {"bf16", h.gpu.peak_tflops_bf16}, {"fp32", h.gpu.peak_tflops_fp32}}},
+              {"peak_tflops",
+               {{"fp16", h.gpu.peak_tflops_fp16}, {"bf16", h.gpu.peak_tflops_bf16}, {"fp32", h.gpu.peak_tflops_fp32}}},
               {"hbm_GBps", h.gpu.hbm_GBps}};
-  j["cpu"] = {{"sockets", h.cpu.sockets}, {"cores", h.cpu.cores}, {"memory_GiB", h.cpu.memory_GiB}, {"memory_GBps", h.cpu.memory_GBps}};
+  j["cpu"] = {{"sockets", h.cpu.sockets},
+              {"cores", h.cpu.cores},
+              {"memory_GiB", h.cpu.memory_GiB},
+              {"memory_GBps", h.cpu.memory_GBps}};
   j["nvme"] = {{"drives", h.nvme.drives},
                {"capacity_GB_each", h.nvme.capacity_GB_each},
                {"read_GBps_each", h.nvme.read_GBps_each},
                {"write_GBps_each", h.nvme.write_GBps_each}};
-  j["links"] = {{"pcie_h2d_GBps", h.links.pcie_h2d_GBps},       {"pcie_d2h_GBps", h.links.pcie_d2h_GBps},
-                {"pcie_host_GBps", h.links.pcie_host_GBps},     {"nvlink_GBps", h.links.nvlink_GBps},
-                {"network_GBps_per_node", h.links.network_GBps_per_node}, {"network_latency_us", h.links.network_latency_us}};
+  j["links"] = {{"pcie_h2d_GBps", h.links.pcie_h2d_GBps},
+                {"pcie_d2h_GBps", h.links.pcie_d2h_GBps},
+                {"pcie_host_GBps", h.links.pcie_host_GBps},
+                {"nvlink_GBps", h.links.nvlink_GBps},
+                {"network_GBps_per_node", h.links.network_GBps_per_node},
+                {"network_latency_us", h.links.network_latency_us}};
   Json m = Json::object();
   const auto& ms = h.measured;
   auto put = [&](const char* k, const auto& v) {
@@ -114,6 +141,15 @@ std::string hardware_to_json(const Hardware& h) {
   put("nvme_write_latency_us", ms.nvme_write_latency_us);
   put("aio_block_size", ms.aio_block_size);
   put("aio_queue_depth", ms.aio_queue_depth);
+  if (!ms.nvme_aio_sweep.empty()) {
+    Json a = Json::array();
+    for (const auto& r : ms.nvme_aio_sweep)
+      a.push_back({{"block_size", r.block_size},
+                   {"queue_depth", r.queue_depth},
+                   {"read_GBps", r.read_GBps},
+                   {"write_GBps", r.write_GBps}});
+    m["nvme_aio_sweep"] = a;
+  }
   put("gemm_efficiency", ms.gemm_efficiency);
   put("backward_time_ratio", ms.backward_time_ratio);
   put("stream_spin_us", ms.stream_spin_us);

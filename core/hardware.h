@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -25,7 +26,7 @@ struct GpuSpec {
 
 struct CpuSpec {
   int64_t sockets = 1;
-  int64_t cores = 0;  // per node, all sockets
+  int64_t cores = 0;      // per node, all sockets
   double memory_GiB = 0;  // per node
   double memory_GBps = 0;
   int64_t memory_bytes() const { return static_cast<int64_t>(memory_GiB * kGiB); }
@@ -40,10 +41,16 @@ struct NvmeSpec {
 
 struct LinkSpec {
   double pcie_h2d_GBps = 0, pcie_d2h_GBps = 0;  // per GPU, pinned
-  double pcie_host_GBps = 0;    // shared host uplink per node (all GPUs together)
-  double nvlink_GBps = 0;       // per GPU, per direction; 0 = none (PCIe peer traffic)
+  double pcie_host_GBps = 0;                    // shared host uplink per node (all GPUs together)
+  double nvlink_GBps = 0;                       // per GPU, per direction; 0 = none (PCIe peer traffic)
   double network_GBps_per_node = 0;
   double network_latency_us = 0;
+};
+
+// One aio configuration of the probe's NVMe sweep: the median swap's rates at that block size and queue depth.
+struct NvmeAioRate {
+  int64_t block_size = 0, queue_depth = 0;
+  double read_GBps = 0, write_GBps = 0;
 };
 
 // Figures measured on the machine (`zerosim probe`); every one optional. Files without them keep loading.
@@ -52,9 +59,12 @@ struct MeasuredSpec {
   std::optional<double> dram_adam_pattern_GBps;
   std::optional<double> cpu_adam_params_per_s;  // all threads
   std::optional<int64_t> cpu_adam_threads;
-  std::optional<double> nvme_read_GBps, nvme_write_GBps;  // per node, through the swapper
+  std::optional<double> nvme_read_GBps, nvme_write_GBps;              // per node, through the swapper
   std::optional<double> nvme_read_latency_us, nvme_write_latency_us;  // fixed cost of one swap through the swapper
-  std::optional<int64_t> aio_block_size, aio_queue_depth;
+  std::optional<int64_t> aio_block_size, aio_queue_depth;  // the aio settings nvme_read/write_GBps were fitted at
+  // Every aio configuration the probe timed (empty: only the fitted one). The simulator scales the fitted rates by
+  // the ds_config's row over the fitted one (core::apply_aio).
+  std::vector<NvmeAioRate> nvme_aio_sweep;
   std::optional<double> gemm_efficiency;  // achieved / peak for training-shaped GEMMs
   // A module's backward time over its forward time, measured on the device's kernels at the model's shapes
   // (`zerosim train --write-device-profile`). Absent: the FLOP count decides (backward = 2 x forward).

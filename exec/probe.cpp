@@ -280,6 +280,9 @@ core::Hardware apply_probe(core::Hardware h, const ProbeResult& r) {
     ms.nvme_write_GBps = r.nvme.write_GBps;
     ms.aio_block_size = r.nvme.best.block_size;
     ms.aio_queue_depth = r.nvme.best.queue_depth;
+    ms.nvme_aio_sweep.clear();
+    for (const auto& s : r.nvme.sweep)
+      ms.nvme_aio_sweep.push_back({s.block_size, s.queue_depth, s.read_GBps, s.write_GBps});
     ms.nvme_read_latency_us = r.nvme.read_latency_s * 1e6;
     ms.nvme_write_latency_us = r.nvme.write_latency_s * 1e6;
   }

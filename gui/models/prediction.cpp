@@ -82,6 +82,7 @@ core::Result<Prediction> predict(const Scenario& s, const std::atomic<bool>* can
   report(progress, ctx, 0.2, "simulating");
   core::CostModel cost = core::cost_model_for(s.hardware, s.strategy.model_dtype());
   core::apply_model_shapes(cost, s.model, s.strategy.micro_batch_per_gpu * s.strategy.run.seq_len);
+  core::apply_aio(cost, s.hardware, s.strategy.aio);
   sim::SimOptions so;
   so.nodes = s.strategy.run.nodes;
   so.gpus_per_node = s.strategy.run.gpus_per_node;

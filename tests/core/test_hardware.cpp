@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <fstream>
 
@@ -98,6 +97,43 @@ TEST_CASE("hardware: measured block is optional and typed", "[hardware]") {
   CHECK_FALSE(h2->measured.nvme_read_GBps.has_value());
 }
 
+TEST_CASE("hardware: the probe's aio sweep loads, round-trips and is checked", "[hardware]") {
+  std::string with = std::string(kGood);
+  with.insert(with.rfind('}'), R"(, "measured": {"nvme_read_GBps": 1.5, "aio_block_size": 1048576,
+    "aio_queue_depth": 8, "nvme_aio_sweep": [
+      {"block_size": 1048576, "queue_depth": 8, "read_GBps": 1.5, "write_GBps": 2.0},
+      {"block_size": 262144, "queue_depth": 32, "read_GBps": 1.2, "write_GBps": 1.9}]})");
+  auto h = load_hardware_file(write_tmp("sweep", with));
+  INFO((h.ok() ? std::string() : h.error().message));
+  REQUIRE(h.ok());
+  REQUIRE(h->measured.nvme_aio_sweep.size() == 2);
+  CHECK(h->measured.nvme_aio_sweep[1].block_size == 262144);
+  CHECK(h->measured.nvme_aio_sweep[1].queue_depth == 32);
+  CHECK(h->measured.nvme_aio_sweep[1].read_GBps == 1.2);
+  CHECK(h->measured.nvme_aio_sweep[1].write_GBps == 1.9);
+  auto back = load_hardware_file(write_tmp("sweep_back", hardware_to_json(*h)));
+  REQUIRE(back.ok());
+  REQUIRE(back->measured.nvme_aio_sweep.size() == 2);
+  CHECK(back->measured.nvme_aio_sweep[0].write_GBps == 2.0);
+  auto bad = [&](const std::string& from, const std::string& to, const char* name) {
+    std::string t = with;
+    t.replace(t.find(from), from.size(), to);
+    return error_of(t, name);
+  };
+  std::string e = bad(R"("read_GBps": 1.2)", R"("read_GBps": 0)", "sweep_range");
+  CHECK_THAT(e, Catch::Contains("zs_test_hw_sweep_range.json") &&
+                    Catch::Contains("measured.nvme_aio_sweep[1].read_GBps") && Catch::Contains("out of range"));
+  e = bad(R"("queue_depth": 32, )", "", "sweep_missing");
+  CHECK_THAT(e, Catch::Contains("measured.nvme_aio_sweep[1].queue_depth: missing required key"));
+  e = bad(R"("block_size": 262144, "queue_depth": 32)", R"("block_size": 1048576, "queue_depth": 8)", "sweep_twice");
+  CHECK_THAT(e, Catch::Contains("measured.nvme_aio_sweep[1].block_size") && Catch::Contains("listed twice"));
+  e = bad(R"("write_GBps": 1.9})", R"("write_GBps": 1.9, "depth": 3})", "sweep_unknown");
+  CHECK_THAT(e, Catch::Contains("measured.nvme_aio_sweep[1].depth: unknown key"));
+  std::string notarray = std::string(kGood);
+  notarray.insert(notarray.rfind('}'), R"(, "measured": {"nvme_aio_sweep": {"block_size": 1}})");
+  CHECK_THAT(error_of(notarray, "sweep_obj"), Catch::Contains("measured.nvme_aio_sweep: expected an array"));
+}
+
 TEST_CASE("hardware: bad input names file, path and what is allowed", "[hardware][bad-input]") {
   std::string g = kGood;
   auto replace = [&](const std::string& from, const std::string& to) {
@@ -106,7 +142,8 @@ TEST_CASE("hardware: bad input names file, path and what is allowed", "[hardware
     return t;
   };
   std::string e = error_of(replace("\"memory_GiB\": 16", "\"memory_GiB\": \"16\""), "type");
-  CHECK_THAT(e, Catch::Contains("zs_test_hw_type.json") && Catch::Contains("gpu.memory_GiB") && Catch::Contains("not a number"));
+  CHECK_THAT(e, Catch::Contains("zs_test_hw_type.json") && Catch::Contains("gpu.memory_GiB") &&
+                    Catch::Contains("not a number"));
   e = error_of(replace("\"cores\": 8", "\"cores\": 0"), "range");
   CHECK_THAT(e, Catch::Contains("cpu.cores") && Catch::Contains("out of range"));
   e = error_of(replace("\"hbm_GBps\"", "\"hbm_GBs\""), "unknown");

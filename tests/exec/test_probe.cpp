@@ -68,6 +68,9 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
   CHECK(*back->measured.dram_adam_pattern_GBps == Approx(r->dram.adam_pattern_GBps));
   CHECK(*back->measured.aio_block_size == r->nvme.best.block_size);
   CHECK(*back->measured.aio_queue_depth == r->nvme.best.queue_depth);
+  REQUIRE(back->measured.nvme_aio_sweep.size() == r->nvme.sweep.size());
+  CHECK(back->measured.nvme_aio_sweep[1].queue_depth == r->nvme.sweep[1].queue_depth);
+  CHECK(back->measured.nvme_aio_sweep[1].read_GBps == Approx(r->nvme.sweep[1].read_GBps));
   // The per-swap fixed cost: measured (a small swap is slower than its bytes at the bandwidth), under a second.
   CHECK(r->nvme.latency_bytes == 512 << 10);
   CHECK(r->nvme.write_latency_s >= 0);

@@ -152,3 +152,39 @@ TEST_CASE("model shapes set per-family efficiencies and kernel counts", "[cost]"
   op.gemm_flops *= 2;
   CHECK(core::kernel_count(c, op) == 2 * c.kernels_per_block_forward);
 }
+
+TEST_CASE("the ds_config's aio settings scale the probe's NVMe rates by its sweep row", "[cost]") {
+  core::Hardware h = dgx2();
+  h.measured.nvme_read_GBps = 3.0;
+  h.measured.nvme_write_GBps = 2.0;
+  h.measured.aio_block_size = 1 << 20;
+  h.measured.aio_queue_depth = 8;
+  h.measured.nvme_aio_sweep = {{1 << 20, 8, 2.8, 1.9}, {256 << 10, 32, 1.4, 1.52}};
+  core::AioConfig aio;  // DeepSpeed's defaults: 1 MiB blocks, queue depth 8 = the fitted row
+  auto c = core::cost_model_for(h, core::Precision::fp16);
+  core::apply_aio(c, h, aio);
+  CHECK(c.nvme_read_Bps == Approx(3.0e9));
+  CHECK(c.nvme_write_Bps == Approx(2.0e9));
+  aio.block_size = 256 << 10;
+  aio.queue_depth = 32;
+  auto d = core::cost_model_for(h, core::Precision::fp16);
+  core::apply_aio(d, h, aio);
+  CHECK(d.nvme_read_Bps == Approx(3.0e9 * 1.4 / 2.8));
+  CHECK(d.nvme_write_Bps == Approx(2.0e9 * 1.52 / 1.9));
+  auto said = [](const core::CostModel& m) {
+    for (const auto& [k, v] : m.provenance)
+      if (k == "nvme_aio") return v;
+    return std::string();
+  };
+  CHECK_THAT(said(d), Catch::Contains("block_size 262144, queue_depth 32") && Catch::Contains("x 0.500"));
+  aio.queue_depth = 4;  // not in the sweep: rates stay, and the provenance says so
+  auto e = core::cost_model_for(h, core::Precision::fp16);
+  core::apply_aio(e, h, aio);
+  CHECK(e.nvme_read_Bps == Approx(3.0e9));
+  CHECK_THAT(said(e), Catch::Contains("was not probed"));
+  h.measured.nvme_aio_sweep.clear();  // a profile without a sweep: nothing changes, nothing said
+  auto f = core::cost_model_for(h, core::Precision::fp16);
+  core::apply_aio(f, h, aio);
+  CHECK(f.nvme_read_Bps == Approx(3.0e9));
+  CHECK(said(f).empty());
+}
