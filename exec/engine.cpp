@@ -313,4 +313,27 @@ MeasuredMemory Engine::memory() const {
   return mm;
 }
 
+size_t most_typical(const std::vector<std::array<double, 3>>& steps) {
+  std::array<double, 3> med{};
+  for (size_t k = 0; k < 3; ++k) {
+    std::vector<double> v;
+    for (const auto& s : steps) v.push_back(s[k]);
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    med[k] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  size_t best = 0;
+  double best_d = INFINITY;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    double d = 0;
+    for (size_t k = 0; k < 3; ++k)
+      if (med[k] > 0) d += steps[i][k] > 0 ? std::fabs(std::log(steps[i][k] / med[k])) : INFINITY;
+    if (d < best_d) {
+      best_d = d;
+      best = i;
+    }
+  }
+  return best;
+}
+
 }  // namespace zs::exec

@@ -103,4 +103,9 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+// The most typical of several steps' phase times (forward, backward, optimizer): the index of the step whose
+// phases lie closest to their medians over all steps, by the sum of |ln(phase / median)| (phases whose median is 0
+// do not count; ties go to the earlier step). 0 for one step; `steps` must not be empty.
+size_t most_typical(const std::vector<std::array<double, 3>>& steps);
+
 }  // namespace zs::exec

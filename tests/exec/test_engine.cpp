@@ -225,3 +225,15 @@ TEST_CASE("dpu schedule: exactly the reference with a one-step delay", "[engine]
     CHECK(dpu[1] != now[1]);
   }
 }
+
+TEST_CASE("the trace's step is the one typical in every phase, not only in its total", "[engine]") {
+  // Step 1 has the median total (38.5 ms) but an optimizer phase far from the others'; step 3 is near the median in
+  // all three phases.
+  const std::vector<std::array<double, 3>> steps = {
+      {10.0, 20.0, 4.2}, {10.5, 20.5, 7.5}, {11.5, 21.5, 4.4}, {10.4, 20.6, 4.3}, {12.0, 22.0, 7.3}};
+  CHECK(most_typical(steps) == 3);
+  CHECK(most_typical({{1.0, 2.0, 0.0}}) == 0);
+  // A phase with a zero median does not count; a step with a zero phase where the others have time never wins.
+  CHECK(most_typical({{1.0, 2.0, 0.0}, {1.1, 2.1, 0.0}, {1.2, 2.0, 0.0}}) == 1);  // 0 + ln(2.1/2.0) is the least
+  CHECK(most_typical({{1.0, 0.0, 3.0}, {1.0, 2.0, 3.0}, {1.0, 2.0, 3.1}}) == 1);
+}
