@@ -55,6 +55,11 @@ core::Json to_json(const exec::ProbeResult& r) {
                  {"direct", r.nvme.direct},
                  {"file_bytes", r.nvme.file_bytes},
                  {"files", r.nvme.files},
+                 {"settle_s", r.nvme.settle_s},
+                 {"hot_read_GBps", r.nvme.hot_read_GBps},
+                 {"hot_write_GBps", r.nvme.hot_write_GBps},
+                 {"hot_read_latency_us", r.nvme.hot_read_latency_s * 1e6},
+                 {"hot_write_latency_us", r.nvme.hot_write_latency_s * 1e6},
                  {"read_latency_us", r.nvme.read_latency_s * 1e6},
                  {"write_latency_us", r.nvme.write_latency_s * 1e6},
                  {"latency_bytes", r.nvme.latency_bytes},
@@ -88,6 +93,11 @@ void print_text(const exec::ProbeResult& r) {
         "the median %lld- and %lld-byte swaps)\n",
         r.nvme.read_latency_s * 1e6, r.nvme.read_GBps, r.nvme.write_latency_s * 1e6, r.nvme.write_GBps,
         static_cast<long long>(r.nvme.latency_bytes), static_cast<long long>(r.nvme.file_bytes));
+    std::printf(
+        "nvme      that is for data %.2f s old or more; read back at once: read %.0f us + bytes at %.2f GB/s, "
+        "write %.0f us + bytes at %.2f GB/s\n",
+        r.nvme.settle_s, r.nvme.hot_read_latency_s * 1e6, r.nvme.hot_read_GBps, r.nvme.hot_write_latency_s * 1e6,
+        r.nvme.hot_write_GBps);
     for (const auto& w : r.nvme.warnings) std::printf("warning: %s\n", w.c_str());
   } else {
     std::printf("nvme      not measured\n");

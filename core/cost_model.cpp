@@ -121,6 +121,18 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
                                                            hw.nvme.read_GBps_each * drives, kNvmeReadEfficiency)});
   if (hw.measured.nvme_read_latency_us) c.nvme_read_latency_s = *hw.measured.nvme_read_latency_us * 1e-6;
   if (hw.measured.nvme_write_latency_us) c.nvme_write_latency_s = *hw.measured.nvme_write_latency_us * 1e-6;
+  if (hw.measured.nvme_settle_s && hw.measured.nvme_hot_read_GBps && hw.measured.nvme_hot_write_GBps &&
+      hw.measured.nvme_hot_read_latency_us && hw.measured.nvme_hot_write_latency_us) {
+    c.nvme_settle_s = *hw.measured.nvme_settle_s;
+    c.nvme_hot_read_Bps = gb(*hw.measured.nvme_hot_read_GBps);
+    c.nvme_hot_write_Bps = gb(*hw.measured.nvme_hot_write_GBps);
+    c.nvme_hot_read_latency_s = *hw.measured.nvme_hot_read_latency_us * 1e-6;
+    c.nvme_hot_write_latency_s = *hw.measured.nvme_hot_write_latency_us * 1e-6;
+    prov.push_back(
+        {"nvme_age", fmt("measured: data written just before swaps at %.0f us read", c.nvme_hot_read_latency_s * 1e6) +
+                         fmt(" + %.2f GB/s", c.nvme_hot_read_Bps / kGB) +
+                         fmt(", settled after %.2f s", c.nvme_settle_s)});
+  }
   prov.push_back({"nvme_latency", std::string(hw.measured.nvme_read_latency_us ? "measured" : "default") +
                                       fmt(" %.0f us read", c.nvme_read_latency_s * 1e6) +
                                       fmt(", %.0f us write per swap", c.nvme_write_latency_s * 1e6)});
@@ -153,6 +165,27 @@ double gemm_efficiency(const CostModel& c, int64_t m, int64_t n, int64_t k) {
   return flops / c.peak_flops / std::max(t_compute, t_memory);
 }
 
+double nvme_swap_time_s(const CostModel& c, bool read, int64_t bytes, double age_s) {
+  const double b = static_cast<double>(bytes);
+  const double cold =
+      read ? c.nvme_read_latency_s + b / c.nvme_read_Bps : c.nvme_write_latency_s + b / c.nvme_write_Bps;
+  if (c.nvme_settle_s <= 0) return cold;
+  const double hot = read ? c.nvme_hot_read_latency_s + b / c.nvme_hot_read_Bps
+                          : c.nvme_hot_write_latency_s + b / c.nvme_hot_write_Bps;
+  const double f = std::clamp(age_s / c.nvme_settle_s, 0.0, 1.0);
+  return hot + f * (cold - hot);
+}
+
+double nvme_link_Bps(const CostModel& c, bool read) {
+  const double cold = read ? c.nvme_read_Bps : c.nvme_write_Bps;
+  return c.nvme_settle_s > 0 ? std::max(cold, read ? c.nvme_hot_read_Bps : c.nvme_hot_write_Bps) : cold;
+}
+
+double nvme_link_latency_s(const CostModel& c, bool read) {
+  const double cold = read ? c.nvme_read_latency_s : c.nvme_write_latency_s;
+  return c.nvme_settle_s > 0 ? std::min(cold, read ? c.nvme_hot_read_latency_s : c.nvme_hot_write_latency_s) : cold;
+}
+
 void apply_aio(CostModel& c, const Hardware& hw, const AioConfig& aio) {
   const MeasuredSpec& ms = hw.measured;
   if (!ms.nvme_read_GBps || !ms.nvme_write_GBps || ms.nvme_aio_sweep.empty() || !ms.aio_block_size ||
@@ -175,6 +208,8 @@ void apply_aio(CostModel& c, const Hardware& hw, const AioConfig& aio) {
   }
   c.nvme_read_Bps *= want->read_GBps / fitted->read_GBps;
   c.nvme_write_Bps *= want->write_GBps / fitted->write_GBps;
+  c.nvme_hot_read_Bps *= want->read_GBps / fitted->read_GBps;
+  c.nvme_hot_write_Bps *= want->write_GBps / fitted->write_GBps;
   c.provenance.push_back(
       {"nvme_aio", "ds_config " + cfg +
                        fmt(": measured %.2f GB/s read, %.2f GB/s write (", want->read_GBps, want->write_GBps) +

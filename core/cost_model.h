@@ -68,6 +68,11 @@ struct CostModel {
   double nvme_read_Bps = 0, nvme_write_Bps = 0;
   // Fixed cost per transfer (one swap), each direction; measured: nvme_read/write_latency_us.
   double nvme_read_latency_s = 50e-6, nvme_write_latency_s = 50e-6;
+  // Data age (measured.nvme_settle_s and the hot figures): the figures above are for data last written
+  // nvme_settle_s or more before; data younger than that is still in a write cache (nvme_swap_time_s).
+  // nvme_settle_s = 0: no hot figures, every swap costs the above.
+  double nvme_settle_s = 0;
+  double nvme_hot_read_Bps = 0, nvme_hot_write_Bps = 0, nvme_hot_read_latency_s = 0, nvme_hot_write_latency_s = 0;
   // Interconnect: NVLink/NVSwitch per GPU per direction; NIC per node per direction
   double nvlink_Bps = 0, nvlink_latency_s = 1e-6;
   double nic_Bps = 0, nic_latency_s = 2e-6;
@@ -81,6 +86,14 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype);
 // measured NVMe rates were fitted at measured.aio_block_size / aio_queue_depth, and `aio`'s row scales them by its
 // median rates over the fitted row's. No sweep, or no row for `aio`: the rates stay, and the provenance says so.
 void apply_aio(CostModel& c, const Hardware& hw, const AioConfig& aio);
+
+// One NVMe swap alone: latency + bytes / rate, at the figures for data last written `age_s` before: the hot
+// figures at age 0, the settled ones from nvme_settle_s on, linear in between.
+double nvme_swap_time_s(const CostModel& c, bool read, int64_t bytes, double age_s);
+// The fastest any swap can be (the lower latency and higher rate of the two sets): the simulator's NVMe links, to
+// which it adds the rest of nvme_swap_time_s as a delay.
+double nvme_link_Bps(const CostModel& c, bool read);
+double nvme_link_latency_s(const CostModel& c, bool read);
 
 // GEMM efficiency (achieved/peak) for C[m,n] = A[m,k]·B[k,n]: wave quantisation of tile_m×tile_n tiles over the
 // SMs, a short-k penalty, and the HBM roofline for skinny shapes. The fixed measured value when one is set.

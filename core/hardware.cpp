@@ -61,6 +61,20 @@ Result<Hardware> load_hardware_file(const std::string& path) {
     ms.nvme_write_GBps = m.opt_number({"nvme_write_GBps"}, 1e-6, 1e6);
     ms.nvme_read_latency_us = m.opt_number({"nvme_read_latency_us"}, 0, 1e7);
     ms.nvme_write_latency_us = m.opt_number({"nvme_write_latency_us"}, 0, 1e7);
+    ms.nvme_settle_s = m.opt_number({"nvme_settle_s"}, 1e-6, 1e4);
+    ms.nvme_hot_read_GBps = m.opt_number({"nvme_hot_read_GBps"}, 1e-6, 1e6);
+    ms.nvme_hot_write_GBps = m.opt_number({"nvme_hot_write_GBps"}, 1e-6, 1e6);
+    ms.nvme_hot_read_latency_us = m.opt_number({"nvme_hot_read_latency_us"}, 0, 1e7);
+    ms.nvme_hot_write_latency_us = m.opt_number({"nvme_hot_write_latency_us"}, 0, 1e7);
+    const bool any_hot = ms.nvme_hot_read_GBps || ms.nvme_hot_write_GBps || ms.nvme_hot_read_latency_us ||
+                         ms.nvme_hot_write_latency_us || ms.nvme_settle_s;
+    const bool all_hot = ms.nvme_hot_read_GBps && ms.nvme_hot_write_GBps && ms.nvme_hot_read_latency_us &&
+                         ms.nvme_hot_write_latency_us && ms.nvme_settle_s && ms.nvme_read_GBps && ms.nvme_write_GBps &&
+                         ms.nvme_read_latency_us && ms.nvme_write_latency_us;
+    if (any_hot && !all_hot)
+      m.fail("nvme_settle_s",
+             "nvme_settle_s and nvme_hot_{read,write}_{GBps,latency_us} come together, with nvme_{read,write}_GBps "
+             "and nvme_{read,write}_latency_us (zerosim probe writes all of them)");
     ms.aio_block_size = m.opt_integer({"aio_block_size"}, 512, int64_t{1} << 34);
     ms.aio_queue_depth = m.opt_integer({"aio_queue_depth"}, 1, 1 << 16);
     if (const Json* sw = m.raw({"nvme_aio_sweep"})) {
@@ -139,6 +153,11 @@ std::string hardware_to_json(const Hardware& h) {
   put("nvme_write_GBps", ms.nvme_write_GBps);
   put("nvme_read_latency_us", ms.nvme_read_latency_us);
   put("nvme_write_latency_us", ms.nvme_write_latency_us);
+  put("nvme_settle_s", ms.nvme_settle_s);
+  put("nvme_hot_read_GBps", ms.nvme_hot_read_GBps);
+  put("nvme_hot_write_GBps", ms.nvme_hot_write_GBps);
+  put("nvme_hot_read_latency_us", ms.nvme_hot_read_latency_us);
+  put("nvme_hot_write_latency_us", ms.nvme_hot_write_latency_us);
   put("aio_block_size", ms.aio_block_size);
   put("aio_queue_depth", ms.aio_queue_depth);
   if (!ms.nvme_aio_sweep.empty()) {

@@ -109,21 +109,17 @@ Status Engine::Impl::init_params() {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return core::io_error("NVMe path " + path + ": cannot create " + dir + ": " + ec.message());
-    SwapperOptions so;
-    so.paths = {dir};
-    so.aio.block_size = std::max<int64_t>(4096, s.aio.block_size);
-    so.aio.queue_depth = static_cast<int>(s.aio.queue_depth);
-    so.aio.intra_op_parallelism = static_cast<int>(s.aio.intra_op_parallelism);
-    so.aio.single_submit = s.aio.single_submit;
-    so.aio.overlap_events = s.aio.overlap_events;
+    AioConfig aio;
+    aio.block_size = std::max<int64_t>(4096, s.aio.block_size);
+    aio.queue_depth = static_cast<int>(s.aio.queue_depth);
+    aio.intra_op_parallelism = static_cast<int>(s.aio.intra_op_parallelism);
+    aio.single_submit = s.aio.single_submit;
+    aio.overlap_events = s.aio.overlap_events;
     // Tensors move zero-copy from the Plan's pinned swap buffers; the swapper's own pool (one buffer) only bounces
-    // a ragged last page. A pool buffer is also the swapper's I/O chunk, so its size is the aio block size
-    // (EngineOptions::swap_chunk_bytes), a multiple of 4 KiB.
-    const int64_t chunk =
-        std::max<int64_t>(4096, (o.swap_chunk_bytes > 0 ? o.swap_chunk_bytes : s.aio.block_size) / 4096 * 4096);
-    so.buffer_bytes = chunk;
-    so.aio.block_size = chunk;
-    so.buffer_count = 1;
+    // a ragged last page. A pool buffer is also the swapper's I/O chunk: one aio block
+    // (EngineOptions::swap_chunk_bytes overrides it).
+    const SwapperOptions so = zero_copy_swapper_options({dir}, aio, o.swap_chunk_bytes);
+    const int64_t chunk = so.buffer_bytes;
     auto sw = Swapper::create(so, o.io_env);
     if (!sw) return core::io_error("NVMe path " + path + ": " + sw.error().message);
     extra("swapper bounce buffer (one aio block per NVMe path)", chunk);

@@ -60,6 +60,7 @@ struct NvmeResult {
   int64_t capacity_bytes = 0;         // smallest path's file system
   int64_t file_bytes = 0;             // bytes per swap in the sweep
   int files = 0;                      // swaps out, then in, per repeat
+  double settle_s = 0;                // pause between a repeat's writes and its reads
   std::vector<NvmeSample> sweep;
   NvmeSample best;  // the recommended aio block_size / queue_depth (max read + write)
   // One swap through the swapper at `best` takes latency + bytes / rate: the line through the median swap of
@@ -67,6 +68,8 @@ struct NvmeResult {
   int64_t latency_bytes = 0;
   double read_latency_s = 0, write_latency_s = 0;
   double read_GBps = 0, write_GBps = 0;
+  // The same line for swaps read back (and rewritten) at once, with no settle_s pause.
+  double hot_read_latency_s = 0, hot_write_latency_s = 0, hot_read_GBps = 0, hot_write_GBps = 0;
 };
 
 struct GpuResult {
@@ -87,13 +90,13 @@ struct ProbeResult {
 
 core::Result<ProbeResult> run_probe(const ProbeOptions& o);
 
-// One NVMe sample through the Swapper: per repeat, `files` tensors of `bytes` swapped out one after another, then
-// swapped in in the same order (a read never follows its own write at once, as in training); the median and the
-// fastest swap of each direction (the first write also fallocates). Warnings of the swapper are appended to
-// `warnings` when given.
+// One NVMe sample through the Swapper, set up as the engine sets it up (zero_copy_swapper_options): per repeat,
+// `files` tensors of `bytes` swapped out one after another, then, `settle_s` later, swapped in in the same order
+// (a read never follows its own write at once, as in training); the median and the fastest swap of each direction (the
+// first write also fallocates). Warnings of the swapper are appended to `warnings` when given.
 core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
                                       int reps, bool checksums = true, std::vector<std::string>* warnings = nullptr,
-                                      int files = 1);
+                                      int files = 1, double settle_s = 0);
 
 // `base` with cpu.cores / memory_GiB / memory_GBps (triad) and the nvme fields (when measured) overwritten,
 // the measured block filled, and name/source saying where the figures came from.

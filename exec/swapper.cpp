@@ -40,6 +40,17 @@ Swapper::~Swapper() {
   impl_.reset();  // stops the I/O threads before the pool goes
 }
 
+SwapperOptions zero_copy_swapper_options(std::vector<std::string> paths, const AioConfig& aio, int64_t chunk_bytes) {
+  SwapperOptions so;
+  so.paths = std::move(paths);
+  so.aio = aio;
+  const int64_t chunk = std::max<int64_t>(4096, (chunk_bytes > 0 ? chunk_bytes : aio.block_size) / 4096 * 4096);
+  so.buffer_bytes = chunk;
+  so.aio.block_size = chunk;
+  so.buffer_count = 1;
+  return so;
+}
+
 Result<std::unique_ptr<Swapper>> Swapper::create(SwapperOptions o, IoEnv* env) {
   if (!env) env = default_io_env();
   const auto& a = o.aio;

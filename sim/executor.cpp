@@ -132,6 +132,7 @@ core::Status Executor::init() {
       if (is_collective(ops[k].kind)) coll_seq_[i] = coll_counter[static_cast<size_t>(in.rank)]++;
       for (uint32_t d : ops[k].deps) ++succ_count[inst_of(r, static_cast<size_t>(index_of[d]))];
     }
+  if (cost_.nvme_settle_s > 0) nvme_written_.assign(static_cast<size_t>(L) * plan_.tensors.size(), -1.0);
   succ_begin_.assign(insts_.size() + 1, 0);
   for (size_t i = 0; i < insts_.size(); ++i) succ_begin_[i + 1] = succ_begin_[i] + succ_count[i];
   succ_.assign(succ_begin_.back(), 0);
@@ -214,8 +215,19 @@ void Executor::launch(uint32_t i) {
     case OpKind::nvme_write: {
       in.start = now;
       if (op.bytes <= 0) return finish(i);
-      const auto [src, dst] = transfer_endpoints(plan_, topo_, op, in.rank);
-      b_->flow(src, dst, static_cast<double>(op.bytes), new_act(ActType::op, i));
+      const bool nvme = op.kind == OpKind::nvme_read || op.kind == OpKind::nvme_write;
+      if (nvme && cost_.nvme_settle_s > 0) {
+        // Young data is still in a write cache: the link prices the fastest swap, the data's age the rest.
+        const bool read = op.kind == OpKind::nvme_read;
+        const double want = core::nvme_swap_time_s(cost_, read, op.bytes, data_age_s(in, op));
+        const double link =
+            core::nvme_link_latency_s(cost_, read) + static_cast<double>(op.bytes) / core::nvme_link_Bps(cost_, read);
+        if (want - link > 1e-12) {
+          b_->delay(want - link, new_act(ActType::age, i));
+          return;
+        }
+      }
+      start_flow(i);
       return;
     }
     case OpKind::allgather:
@@ -253,6 +265,27 @@ void Executor::launch(uint32_t i) {
   }
 }
 
+void Executor::start_flow(uint32_t i) {
+  const Inst& in = insts_[i];
+  const core::Op& op = plan_.ops[in.op];
+  const auto [src, dst] = transfer_endpoints(plan_, topo_, op, in.rank);
+  b_->flow(src, dst, static_cast<double>(op.bytes), new_act(ActType::op, i));
+}
+
+// How long ago the swap's data was last written: since this step's last write of its tensors, or, when this step
+// has not written them, since the step began (the previous step wrote them at its end, at the latest).
+double Executor::data_age_s(const Inst& in, const core::Op& op) const {
+  const double now = b_->now();
+  double last = -1;
+  if (op.tensor >= 0) {
+    const size_t base = static_cast<size_t>(in.rank) * plan_.tensors.size();
+    for (int32_t t = op.tensor; t < op.tensor + std::max(op.tensor_count, 1); ++t)
+      if (static_cast<size_t>(t) < plan_.tensors.size())
+        last = std::max(last, nvme_written_[base + static_cast<size_t>(t)]);
+  }
+  return last >= 0 ? now - last : now;
+}
+
 void Executor::launch_collective(uint32_t ci) {
   Coll& c = colls_[ci];
   std::sort(c.members.begin(), c.members.end(),
@@ -284,6 +317,9 @@ void Executor::complete(uint64_t token) {
     case ActType::wake:
       launch(a.ref);
       break;
+    case ActType::age:
+      start_flow(a.ref);
+      break;
     case ActType::coll_flow: {
       Coll& c = colls_[a.ref];
       if (--c.outstanding > 0) break;
@@ -311,6 +347,11 @@ void Executor::finish(uint32_t i) {
   end_time_ = std::max(end_time_, in.end);
   ++done_count_;
   const core::Op& op = plan_.ops[in.op];
+  if (op.kind == OpKind::nvme_write && !nvme_written_.empty() && op.tensor >= 0) {
+    const size_t base = static_cast<size_t>(in.rank) * plan_.tensors.size();
+    for (int32_t t = op.tensor; t < op.tensor + std::max(op.tensor_count, 1); ++t)
+      if (static_cast<size_t>(t) < plan_.tensors.size()) nvme_written_[base + static_cast<size_t>(t)] = in.end;
+  }
   if (in.rank == 0 && (op.mem_delta[0] != 0 || op.mem_delta[1] != 0 || op.mem_delta[2] != 0)) {
     for (size_t t = 0; t < 3; ++t) mem_now_[t] += op.mem_delta[t];
     if (memory_.back().t_s == in.end)

@@ -88,7 +88,7 @@ class Executor {
     double hop_latency = 0;
     CollectivePlan plan;
   };
-  enum class ActType : uint8_t { op, coll_flow, coll_delay, wake };
+  enum class ActType : uint8_t { op, coll_flow, coll_delay, wake, age };
   struct Act {
     ActType type = ActType::op;
     uint32_t ref = 0;  // instance or collective index
@@ -99,6 +99,8 @@ class Executor {
   void launch(uint32_t i);
   void launch_collective(uint32_t c);
   void finish(uint32_t i);
+  void start_flow(uint32_t i);
+  double data_age_s(const Inst& in, const core::Op& op) const;
   void drain();
   double cost_of(const core::Op& op) const;
 
@@ -113,6 +115,8 @@ class Executor {
   std::vector<uint32_t> head_;                 // next position per queue
   std::vector<double> head_since_;             // per queue: when its head op became the head (its stream idle)
   std::vector<int32_t> coll_seq_;              // per instance: k-th collective of its rank, -1 none
+  // Per (rank, tensor), when this step's last NVMe write of it ended (-1: not yet); only with hot NVMe figures.
+  std::vector<double> nvme_written_;
   std::unordered_map<uint64_t, uint32_t> coll_index_;
   std::vector<Coll> colls_;
   std::vector<Act> acts_;

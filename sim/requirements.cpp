@@ -11,9 +11,9 @@ core::CostModel scale_tier(const core::CostModel& c, const std::string& key, dou
   } else if (key == "pcie_d2h") {
     s.pcie_d2h_Bps *= k, s.pcie_d2h_pageable_Bps *= k, s.pcie_host_Bps *= k;
   } else if (key == "nvme_read") {
-    s.nvme_read_Bps *= k;
+    s.nvme_read_Bps *= k, s.nvme_hot_read_Bps *= k;
   } else if (key == "nvme_write") {
-    s.nvme_write_Bps *= k;
+    s.nvme_write_Bps *= k, s.nvme_hot_write_Bps *= k;
   } else if (key == "network") {
     s.nic_Bps *= k;
   } else if (key == "nvlink") {

@@ -82,8 +82,11 @@ Topology make_topology(const core::CostModel& c, const TopologyShape& shape) {
   const bool nvme = c.nvme_read_Bps > 0 && c.nvme_write_Bps > 0;
   int32_t nvme_r = -1, nvme_w = -1;
   if (nvme) {
-    nvme_r = add("nvme_read", ResourceKind::nvme_read, -1, c.nvme_read_Bps, c.nvme_read_latency_s);
-    nvme_w = add("nvme_write", ResourceKind::nvme_write, -1, c.nvme_write_Bps, c.nvme_write_latency_s);
+    // The fastest a swap can be; the executor delays a swap of older data by the rest (core::nvme_swap_time_s).
+    nvme_r =
+        add("nvme_read", ResourceKind::nvme_read, -1, core::nvme_link_Bps(c, true), core::nvme_link_latency_s(c, true));
+    nvme_w = add("nvme_write", ResourceKind::nvme_write, -1, core::nvme_link_Bps(c, false),
+                 core::nvme_link_latency_s(c, false));
   }
   t.nvlink = c.nvlink_Bps > 0;
   if (t.nvlink) {

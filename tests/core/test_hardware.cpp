@@ -134,6 +134,28 @@ TEST_CASE("hardware: the probe's aio sweep loads, round-trips and is checked", "
   CHECK_THAT(error_of(notarray, "sweep_obj"), Catch::Contains("measured.nvme_aio_sweep: expected an array"));
 }
 
+TEST_CASE("hardware: hot NVMe figures come together with the settled ones", "[hardware]") {
+  const std::string all = R"(, "measured": {"nvme_read_GBps": 2, "nvme_write_GBps": 2.5, "nvme_read_latency_us": 500,
+    "nvme_write_latency_us": 400, "nvme_settle_s": 0.5, "nvme_hot_read_GBps": 4, "nvme_hot_write_GBps": 5,
+    "nvme_hot_read_latency_us": 100, "nvme_hot_write_latency_us": 90})";
+  std::string with = std::string(kGood);
+  with.insert(with.rfind('}'), all);
+  auto h = load_hardware_file(write_tmp("hot", with));
+  INFO((h.ok() ? std::string() : h.error().message));
+  REQUIRE(h.ok());
+  CHECK(*h->measured.nvme_settle_s == 0.5);
+  CHECK(*h->measured.nvme_hot_write_latency_us == 90);
+  auto back = load_hardware_file(write_tmp("hot_back", hardware_to_json(*h)));
+  REQUIRE(back.ok());
+  CHECK(*back->measured.nvme_hot_read_GBps == 4);
+  std::string part = with;
+  const std::string cut = R"("nvme_hot_write_GBps": 5,)";
+  part.erase(part.find(cut), cut.size());
+  CHECK_THAT(error_of(part, "hot_part"), Catch::Contains("zs_test_hw_hot_part.json") &&
+                                             Catch::Contains("measured.nvme_settle_s") &&
+                                             Catch::Contains("come together"));
+}
+
 TEST_CASE("hardware: bad input names file, path and what is allowed", "[hardware][bad-input]") {
   std::string g = kGood;
   auto replace = [&](const std::string& from, const std::string& to) {

@@ -90,6 +90,14 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
   CHECK(r->nvme.read_latency_s + big / (r->nvme.read_GBps * 1e9) >= r->nvme.best.read_median_s * (1 - 1e-9));
   CHECK(r->nvme.write_latency_s + big / (r->nvme.write_GBps * 1e9) >= r->nvme.best.write_median_s * (1 - 1e-9));
   CHECK(r->nvme.read_GBps >= r->nvme.best.read_GBps * (1 - 1e-9));
+  // Settled figures after a pause, hot ones read back at once; all of them in the profile.
+  CHECK(r->nvme.settle_s == 0.1);
+  CHECK(r->nvme.hot_read_GBps > 0);
+  CHECK(r->nvme.hot_write_GBps > 0);
+  CHECK(r->nvme.hot_read_latency_s >= 0);
+  CHECK(*back->measured.nvme_settle_s == 0.1);
+  CHECK(*back->measured.nvme_hot_read_GBps == Approx(r->nvme.hot_read_GBps));
+  CHECK(*back->measured.nvme_hot_write_latency_us == Approx(r->nvme.hot_write_latency_s * 1e6));
   CHECK(back->gpu.name == base->gpu.name);  // GPU and links come from the base
   fs::remove_all(dir);
 }

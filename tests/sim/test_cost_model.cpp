@@ -188,3 +188,33 @@ TEST_CASE("the ds_config's aio settings scale the probe's NVMe rates by its swee
   CHECK(f.nvme_read_Bps == Approx(3.0e9));
   CHECK(said(f).empty());
 }
+
+TEST_CASE("measured hot NVMe figures load into the cost model and price young data", "[cost]") {
+  core::Hardware h = dgx2();
+  h.measured.nvme_read_GBps = 2.0;
+  h.measured.nvme_write_GBps = 2.5;
+  h.measured.nvme_read_latency_us = 500;
+  h.measured.nvme_write_latency_us = 400;
+  auto plain = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(plain.nvme_settle_s == 0);
+  CHECK(core::nvme_swap_time_s(plain, true, 2'000'000'000, 0.0) == Approx(1.0 + 500e-6));
+  h.measured.nvme_settle_s = 0.5;
+  h.measured.nvme_hot_read_GBps = 4.0;
+  h.measured.nvme_hot_write_GBps = 5.0;
+  h.measured.nvme_hot_read_latency_us = 100;
+  h.measured.nvme_hot_write_latency_us = 600;  // slower fixed cost than settled: the link takes the lower
+  auto c = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(c.nvme_settle_s == 0.5);
+  CHECK(core::nvme_swap_time_s(c, true, 2'000'000'000, 0.0) == Approx(0.5 + 100e-6));
+  CHECK(core::nvme_swap_time_s(c, true, 2'000'000'000, 0.25) == Approx(0.5 + 100e-6 + 0.5 * (0.5 + 400e-6)));
+  CHECK(core::nvme_swap_time_s(c, true, 2'000'000'000, 9.0) == Approx(1.0 + 500e-6));
+  CHECK(core::nvme_swap_time_s(c, false, 2'500'000'000, 0.0) == Approx(0.5 + 600e-6));
+  CHECK(core::nvme_link_Bps(c, true) == Approx(4e9));
+  CHECK(core::nvme_link_latency_s(c, false) == Approx(400e-6));
+  CHECK(core::nvme_link_latency_s(c, true) == Approx(100e-6));
+  // The link is never slower than any swap it carries.
+  for (double age : {0.0, 0.1, 0.5, 2.0})
+    for (bool rd : {true, false})
+      CHECK(core::nvme_swap_time_s(c, rd, 1'000'000, age) >=
+            core::nvme_link_latency_s(c, rd) + 1e6 / core::nvme_link_Bps(c, rd) - 1e-15);
+}

@@ -150,6 +150,43 @@ TEST_CASE("two independent streams overlap; one stream is an in-order queue", "[
   }
 }
 
+TEST_CASE("an NVMe swap costs by the age of its data: hot figures at once, settled ones after nvme_settle_s",
+          "[sim][golden]") {
+  auto c = test::exact_cost();  // settled: read 50 us + 3 GB/s, write 80 us + 2 GB/s
+  c.nvme_settle_s = 0.5;
+  c.nvme_hot_read_Bps = 4e9;
+  c.nvme_hot_read_latency_s = 20e-6;
+  c.nvme_hot_write_Bps = 2.5e9;
+  c.nvme_hot_write_latency_s = 30e-6;
+  const int64_t B = 300'000'000;
+  PlanBuilder b;
+  b.plan().tensors.resize(4);
+  const uint32_t w = b.transfer(OpKind::nvme_write, B);  // 0: tensor 0, never written this step: age 0, hot
+  b.op(w).tensor = 0;
+  const uint32_t r = b.transfer(OpKind::nvme_read, B, {w});  // 1: reads tensor 0 right after its write: hot
+  b.op(r).tensor = 0;
+  const uint32_t g = b.compute(25e12, {r});                   // 2: 0.25 s
+  const uint32_t r2 = b.transfer(OpKind::nvme_read, B, {g});  // 3: tensor 0 again, 0.25 s after its write
+  b.op(r2).tensor = 0;
+  const uint32_t r3 = b.transfer(OpKind::nvme_read, B, {r2});  // 4: tensors 1-2, never written: age = time in step
+  b.op(r3).tensor = 1;
+  b.op(r3).tensor_count = 2;
+  auto res = run(b.plan(), 1, 1, c);
+  const double hot_w = 30e-6 + B / 2.5e9, hot_r = 20e-6 + B / 4e9, cold_r = 50e-6 + B / 3e9;
+  CHECK(duration(res, 0) == Approx(hot_w).epsilon(kRel));
+  CHECK(duration(res, 1) == Approx(hot_r).epsilon(kRel));
+  const double age2 = event(res, 3).start_s - event(res, 0).end_s;
+  CHECK(age2 == Approx(hot_r + 0.25).epsilon(kRel));
+  CHECK(duration(res, 3) == Approx(hot_r + age2 / 0.5 * (cold_r - hot_r)).epsilon(kRel));
+  CHECK(event(res, 4).start_s > 0.5);  // older than nvme_settle_s: the settled figures
+  CHECK(duration(res, 4) == Approx(cold_r).epsilon(kRel));
+  SECTION("without hot figures every swap costs the settled ones") {
+    auto plain = run(b.plan(), 1, 1, test::exact_cost());
+    CHECK(duration(plain, 1) == Approx(cold_r).epsilon(kRel));
+    CHECK(duration(plain, 0) == Approx(80e-6 + B / 2e9).epsilon(kRel));
+  }
+}
+
 TEST_CASE("a stream that waited past its poll budget starts a wake-up late (measured.stream_wake_latency_us)",
           "[sim][golden]") {
   auto c = test::exact_cost();
