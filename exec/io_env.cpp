@@ -94,8 +94,9 @@ class AioQueue : public IoQueue {
   Result<int> reap(int min_n, std::span<IoCompletion> out) override {
     const int max_n = static_cast<int>(std::min(out.size(), events_.size()));
     int rc;
+    timespec now{0, 0};  // min_n == 0: a poll, which must not block
     do {
-      rc = io_getevents(ctx_, min_n, max_n, events_.data(), nullptr);
+      rc = io_getevents(ctx_, min_n, max_n, events_.data(), min_n == 0 ? &now : nullptr);
     } while (rc == -EINTR);
     if (rc < 0) return io_error("io_getevents: " + errno_text(-rc));
     for (int i = 0; i < rc; ++i) {

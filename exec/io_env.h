@@ -44,7 +44,7 @@ class IoQueue {
   // requests is in flight.
   virtual Status submit(std::span<const IoRequest> reqs) = 0;
   // Blocks until at least `min_n` completions arrive (min_n ≤ requests in flight); returns how many were
-  // written to `out` (at most out.size()).
+  // written to `out` (at most out.size()). min_n == 0 polls: whatever has completed, without blocking.
   virtual Result<int> reap(int min_n, std::span<IoCompletion> out) = 0;
 };
 

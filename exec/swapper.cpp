@@ -23,8 +23,7 @@ Status SwapHandle::wait() const {
 
 bool SwapHandle::ready() const {
   if (!op_) return true;
-  std::lock_guard<std::mutex> lk(op_->mu);
-  return op_->done;
+  return op_->done_flag.load(std::memory_order_acquire);
 }
 
 Swapper::Swapper(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -151,7 +150,7 @@ Result<SwapHandle> Swapper::swap_out(const std::string& name, const void* data, 
     {
       std::lock_guard<std::mutex> lk2(op->mu);
       op->error = e;
-      op->done = true;
+      op->mark_done();
     }
     op->cv.notify_all();
     return e;

@@ -63,12 +63,14 @@ Swapper::Impl::~Impl() {
 void Swapper::Impl::copier_loop() {
   for (;;) {
     std::shared_ptr<Chunk> c;
+    (void)spin_until([&] { return copy_queued.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock<std::mutex> lk(copy_mu);
       copy_cv.wait(lk, [&] { return copy_stop || !copy_q.empty(); });
       if (copy_q.empty()) return;
       c = std::move(copy_q.front());
       copy_q.pop_front();
+      copy_queued.fetch_sub(1, std::memory_order_relaxed);
     }
     copy_out(c);
   }
@@ -175,7 +177,7 @@ void Swapper::Impl::complete(const std::shared_ptr<Op>& op) {
   }
   {
     std::lock_guard<std::mutex> lk(op->mu);
-    op->done = true;
+    op->mark_done();
   }
   op->cv.notify_all();
 }
@@ -209,6 +211,7 @@ void Swapper::Impl::finish_chunk(const std::shared_ptr<Chunk>& c) {
     {
       std::lock_guard<std::mutex> lk(copy_mu);
       copy_q.push_back(c);
+      copy_queued.fetch_add(1, std::memory_order_release);
     }
     copy_cv.notify_one();
     return;
@@ -279,6 +282,8 @@ void Swapper::Impl::worker_loop(Worker& w) {
     const bool may_fill = o.aio.overlap_events || inflight.empty();
     while (may_fill && static_cast<int>(inflight.size() + batch.size()) < qd) {
       if (!have || cur.next == cur.end) {
+        if (inflight.empty() && batch.empty())  // about to sleep: poll for the next job a moment first
+          (void)spin_until([&] { return w.queued.load(std::memory_order_acquire) > 0; });
         std::unique_lock<std::mutex> lk(w.mu);
         if (w.jobs.empty()) {
           if (!inflight.empty() || !batch.empty()) break;  // never sleep with I/O outstanding
@@ -287,6 +292,7 @@ void Swapper::Impl::worker_loop(Worker& w) {
         }
         cur = std::move(w.jobs.front());
         w.jobs.pop_front();
+        w.queued.fetch_sub(1, std::memory_order_relaxed);
         have = true;
         continue;
       }
@@ -321,8 +327,16 @@ void Swapper::Impl::worker_loop(Worker& w) {
     }
     if (inflight.empty()) continue;
     // Reap: sliding window waits for one completion; sequential mode waits for the whole batch.
+    // Polled first (reap(0) does not block), then blocking: the completion's wake-up onto an idle vCPU is what
+    // a small swap would otherwise pay. Partial completions are handled and the loop comes back for the rest.
     const int min_n = o.aio.overlap_events ? 1 : static_cast<int>(inflight.size());
-    auto got = w.queue->reap(min_n, std::span<IoCompletion>(done.data(), inflight.size()));
+    const std::span<IoCompletion> out(done.data(), inflight.size());
+    Result<int> got = 0;
+    (void)spin_until([&] {
+      got = w.queue->reap(0, out);
+      return !got || *got > 0;
+    });
+    if (got && *got == 0) got = w.queue->reap(min_n, out);
     if (!got) {
       for (BlockIo* b : inflight) {
         b->chunk->op->fail(io_error(std::string(b->chunk->op->verb()) + " of tensor '" + b->chunk->op->tensor +
@@ -352,6 +366,7 @@ void Swapper::Impl::dispatch(const std::shared_ptr<Chunk>& c) {
     {
       std::lock_guard<std::mutex> lk(w.mu);
       w.jobs.push_back({c, k0, k1});
+      w.queued.fetch_add(1, std::memory_order_release);
     }
     w.cv.notify_one();
   }
