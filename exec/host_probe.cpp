@@ -30,7 +30,7 @@ struct Aligned {
 }  // namespace
 
 core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
-                                                const core::Plan& plan) {
+                                                const core::Plan& plan, const HostDeviceProbe* earlier) {
   auto gm = GptModel::create(m, dtype_of(s.model_dtype()), s.micro_batch_per_gpu, s.run.seq_len);
   if (!gm) return gm.error();
   const GptModel& g = *gm;
@@ -115,6 +115,14 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   struct Sample {
     double t, F, M;
   };
+  HostDeviceProbe hp;
+  if (earlier && (earlier->forward_s.size() != mods.size() || earlier->backward_s.size() != mods.size()))
+    return core::internal_error("host probe: the earlier session timed another model");
+  for (size_t i = 0; i < mods.size(); ++i) {
+    hp.forward_s.push_back(earlier ? std::min(earlier->forward_s[i], median(tf[i])) : median(tf[i]));
+    hp.backward_s.push_back(earlier ? std::min(earlier->backward_s[i], median(tb[i])) : median(tb[i]));
+  }
+  hp.sessions = earlier ? earlier->sessions + 1 : 1;
   std::vector<Sample> smp;
   double sum_f = 0, sum_b = 0;
   for (size_t i = 0; i < mods.size(); ++i) {
@@ -122,10 +130,10 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     if (F <= 0 && M <= 0) continue;
     // The rates from the forwards; the backwards give one ratio (the reference kernels' backward takes ~1.6x their
     // forward where the FLOPs say 2x), which the cost model applies to every backward op.
-    const double t_f = median(tf[i]);
+    const double t_f = hp.forward_s[i];
     smp.push_back({t_f, F, M});
     sum_f += t_f;
-    sum_b += median(tb[i]);
+    sum_b += hp.backward_s[i];
   }
   double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
   for (const auto& q : smp) {
@@ -150,7 +158,6 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
       x = a11 > 0 ? b1 / a11 : 0;
     }
   }
-  HostDeviceProbe hp;
   // A zero coefficient: that term explains nothing the other does not (its rate is then "infinite": 1e15).
   hp.gemm_flops_per_s = x > 0 ? 1.0 / x : 1e15;
   hp.mem_bound_Bps = y > 0 ? 1.0 / y : 1e15;
@@ -183,6 +190,7 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     tc.push_back(seconds_since(t));
   }
   hp.copy_Bps = static_cast<double>(n) / median(tc);
+  if (earlier) hp.copy_Bps = std::max(hp.copy_Bps, earlier->copy_Bps);
 
   // Stream wake-up: stream b waits on work of stream a that runs past b's poll budget, so b's thread sleeps; the
   // delay from a's end to b's start is the wake-up (on a VM: an IPI to a halted vCPU, ~40 us here).
@@ -213,6 +221,7 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   // the two threads over two cores, as the engine's many busy threads are; from then on ~35 us on this VM. So the
   // first 16 are warm-up and the median of the rest is the figure.
   hp.stream_wake_s = median(std::vector<double>(wake.begin() + 16, wake.end()));
+  if (earlier && earlier->stream_wake_s > 0) hp.stream_wake_s = std::min(hp.stream_wake_s, earlier->stream_wake_s);
   return hp;
 }
 
@@ -231,10 +240,12 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   char src[2048];
   std::snprintf(src, sizeof src,
                 "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
-                "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), backward %.2fx "
-                "forward, copies %.2f GB/s, a stream asleep after %.0f us idle starts %.0f us late",
+                "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), "
+                "backward %.2fx "
+                "forward, copies %.2f GB/s, a stream asleep after %.0f us idle starts %.0f us late (the faster of %d "
+                "sessions per module)",
                 h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
-                p.backward_ratio, copy, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6);
+                p.backward_ratio, copy, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/hardware.h"
 #include "core/model.h"
@@ -30,10 +31,18 @@ struct HostDeviceProbe {
   // The host device's streams are threads: one that waited longer than stream_spin_s sleeps, and work handed to it
   // starts stream_wake_s late (median over handoffs from a busy stream to a sleeping one).
   double stream_spin_s = 0, stream_wake_s = 0;
+  // What the figures were fitted to: each module's median forward and backward time (module order), the sessions
+  // merged into them.
+  std::vector<double> forward_s, backward_s;
+  int sessions = 1;
 };
 
+// With `earlier` (a probe of the same model and strategy, e.g. from before a training run): each module's time is
+// the smaller of the two sessions', the copy rate the higher, the wake-up the shorter, and the rates are fitted to
+// that. A session is ~2 s; on a shared VM a neighbour can slow all of one down (here: GEMM 2x slower in 2 of 12
+// runs), which the other session then outvotes.
 core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
-                                                const core::Plan& plan);
+                                                const core::Plan& plan, const HostDeviceProbe* earlier = nullptr);
 
 // `base` with the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1), HBM = the fitted
 // bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the measured one),

@@ -34,6 +34,27 @@ std::string bytes_text(int64_t b) {
   return std::to_string(b >> 10) + " KiB";
 }
 
+// One sample from several: the median of their median times (rates from those), the fastest of their peaks.
+NvmeSample median_sample(const std::vector<NvmeSample>& v, int64_t bytes) {
+  auto med = [&](double NvmeSample::*f) {
+    std::vector<double> x;
+    for (const auto& s : v) x.push_back(s.*f);
+    std::sort(x.begin(), x.end());
+    const size_t k = x.size();
+    return k % 2 ? x[k / 2] : 0.5 * (x[k / 2 - 1] + x[k / 2]);
+  };
+  NvmeSample s = v.front();
+  s.read_median_s = med(&NvmeSample::read_median_s);
+  s.write_median_s = med(&NvmeSample::write_median_s);
+  s.read_GBps = static_cast<double>(bytes) / s.read_median_s / 1e9;
+  s.write_GBps = static_cast<double>(bytes) / s.write_median_s / 1e9;
+  for (const auto& x : v) {
+    s.read_peak_GBps = std::max(s.read_peak_GBps, x.read_peak_GBps);
+    s.write_peak_GBps = std::max(s.write_peak_GBps, x.write_peak_GBps);
+  }
+  return s;
+}
+
 // Thread counts to time: 1, 2, 4, ... and all.
 std::vector<int> thread_counts(int all) {
   std::vector<int> v;
@@ -71,7 +92,7 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
       auto h = (*sw)->swap_out(name(f), buf->data(), bytes, SourceUse::borrow);  // zero-copy, as the engine swaps
       if (!h) return h.error();
       ZS_TRY(h->wait());
-      tw.push_back(since(t0));
+      if (r > 0 || reps < 2) tw.push_back(since(t0));  // a file's first write also fallocates: once per run
     }
     if (settle_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(settle_s));
     for (int f = 0; f < files; ++f) {
@@ -181,7 +202,7 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
     // Per aio config, 4 tensors of 64 MiB written, then after a pause read back in order, twice: the median swap.
     // Training reads a state one step after it wrote it. A read that follows its write at once is served by the
     // VM's or the drive's write cache: here the best of 2 immediate read-backs said 2.47 GB/s against 1.1-1.6 GB/s
-    // seen by the engine, and 13 MB read 1 s after their write take 6.4-7.0 ms against 4.6-4.9 ms at once.
+    // seen by the engine, and 13 MB read 0.4-1 s after their write take 6.4-7.0 ms against 4.6-4.9 ms at once.
     nv.file_bytes = o.quick ? (16 << 20) : (64 << 20);
     nv.files = o.quick ? 2 : 4;
     nv.settle_s = o.quick ? 0.1 : 0.5;
@@ -211,15 +232,27 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
     nv.measured = true;
     say("nvme: best aio block_size " + std::to_string(nv.best.block_size) + ", queue_depth " +
         std::to_string(nv.best.queue_depth));
-    // The per-swap fixed cost: the same swaps at half a MiB (the size of a small model's state file), median of
-    // 20. With the sweep's median at file_bytes, time(bytes) = latency + bytes / rate through both points.
+    // The per-swap fixed cost: the same swaps at half a MiB (the size of a small model's state file). With the
+    // sweep's median at file_bytes, time(bytes) = latency + bytes / rate through both points. This disk's small
+    // swaps change speed from one second to the next (512 KiB: 0.1 or 0.4-0.6 ms of latency, read at once), so
+    // they are timed at `moments` moments ~1 s apart, settled and at once, and the median of the moments' medians
+    // stands.
     {
       AioConfig aio;
       aio.block_size = nv.best.block_size;
       aio.queue_depth = nv.best.queue_depth;
       nv.latency_bytes = 512 << 10;
-      auto s = measure_nvme(o.nvme_paths, aio, nv.latency_bytes, o.quick ? 2 : 5, true, &nv.warnings, 4, nv.settle_s);
-      if (!s) return s.error();
+      const int moments = o.quick ? 1 : 5;
+      std::vector<NvmeSample> settled, hot;
+      for (int k = 0; k < moments; ++k) {
+        auto a = measure_nvme(o.nvme_paths, aio, nv.latency_bytes, 2, true, &nv.warnings, 4, nv.settle_s);
+        if (!a) return a.error();
+        settled.push_back(*a);
+        auto b = measure_nvme(o.nvme_paths, aio, nv.latency_bytes, o.quick ? 2 : 4, true, &nv.warnings, 4, 0);
+        if (!b) return b.error();
+        hot.push_back(*b);
+      }
+      auto s = median_sample(settled, nv.latency_bytes), hs = median_sample(hot, nv.latency_bytes);
       const double b1 = static_cast<double>(nv.latency_bytes), b2 = static_cast<double>(nv.file_bytes);
       auto fit = [&](double t1, double t2, double* rate_GBps, double* latency_s) {
         double rate = t2 > t1 ? (b2 - b1) / (t2 - t1) : 0, lat = rate > 0 ? t1 - b1 / rate : -1;
@@ -230,18 +263,16 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
         *rate_GBps = rate / 1e9;
         *latency_s = lat;
       };
-      fit(s->read_median_s, nv.best.read_median_s, &nv.read_GBps, &nv.read_latency_s);
-      fit(s->write_median_s, nv.best.write_median_s, &nv.write_GBps, &nv.write_latency_s);
+      fit(s.read_median_s, nv.best.read_median_s, &nv.read_GBps, &nv.read_latency_s);
+      fit(s.write_median_s, nv.best.write_median_s, &nv.write_GBps, &nv.write_latency_s);
       say("nvme: per-swap latency (512 KiB swaps): read " + fmt("%.0f", nv.read_latency_s * 1e6) + " us, write " +
           fmt("%.0f", nv.write_latency_s * 1e6) + " us; rate beyond it: read " + fmt("%.2f", nv.read_GBps) +
           " GB/s, write " + fmt("%.2f", nv.write_GBps) + " GB/s");
       // Hot: the same two sizes read back at once (a model whose step is shorter than settle_s swaps such data).
-      auto hs = measure_nvme(o.nvme_paths, aio, nv.latency_bytes, o.quick ? 2 : 5, true, &nv.warnings, 4, 0);
-      if (!hs) return hs.error();
       auto hb = measure_nvme(o.nvme_paths, aio, nv.file_bytes, o.quick ? 1 : 2, true, &nv.warnings, nv.files, 0);
       if (!hb) return hb.error();
-      fit(hs->read_median_s, hb->read_median_s, &nv.hot_read_GBps, &nv.hot_read_latency_s);
-      fit(hs->write_median_s, hb->write_median_s, &nv.hot_write_GBps, &nv.hot_write_latency_s);
+      fit(hs.read_median_s, hb->read_median_s, &nv.hot_read_GBps, &nv.hot_read_latency_s);
+      fit(hs.write_median_s, hb->write_median_s, &nv.hot_write_GBps, &nv.hot_write_latency_s);
       say("nvme: read at once: " + fmt("%.0f", nv.hot_read_latency_s * 1e6) + " us + bytes at " +
           fmt("%.2f", nv.hot_read_GBps) + " GB/s; write " + fmt("%.0f", nv.hot_write_latency_s * 1e6) +
           " us + bytes at " + fmt("%.2f", nv.hot_write_GBps) + " GB/s");

@@ -92,8 +92,9 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o);
 
 // One NVMe sample through the Swapper, set up as the engine sets it up (zero_copy_swapper_options): per repeat,
 // `files` tensors of `bytes` swapped out one after another, then, `settle_s` later, swapped in in the same order
-// (a read never follows its own write at once, as in training); the median and the fastest swap of each direction (the
-// first write also fallocates). Warnings of the swapper are appended to `warnings` when given.
+// (a read never follows its own write at once, as in training); the median and the fastest swap of each direction.
+// With reps ≥ 2 the first round's writes are left out: they also fallocate, which a training run pays once.
+// Warnings of the swapper are appended to `warnings` when given.
 core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
                                       int reps, bool checksums = true, std::vector<std::string>* warnings = nullptr,
                                       int files = 1, double settle_s = 0);

@@ -11,6 +11,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/strategy.h"
+#include "exec/gpt_model.h"
 #include "exec/host_probe.h"
 #include "exec/membw.h"
 #include "exec/probe.h"
@@ -187,4 +188,25 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   }());
   REQUIRE(back.ok());
   CHECK(*back->measured.backward_time_ratio == Approx(hp->backward_ratio).epsilon(1e-12));
+
+  // A second session merged with the first: each module's faster time, the rates fitted to those.
+  REQUIRE(hp->forward_s.size() == exec::GptModel::create(*m, exec::DType::bf16, 2, 32)->modules().size());
+  exec::HostDeviceProbe slow = *hp;  // the first session, as if a neighbour had slowed its GEMMs down 3x
+  for (double& t : slow.forward_s) t *= 3;
+  for (double& t : slow.backward_s) t *= 3;
+  auto hp2 = exec::probe_host_device(*m, *s, plan, &slow);
+  REQUIRE(hp2.ok());
+  CHECK(hp2->sessions == 2);
+  for (size_t i = 0; i < hp2->forward_s.size(); ++i) {
+    CHECK(hp2->forward_s[i] <= slow.forward_s[i]);
+    CHECK(hp2->backward_s[i] <= slow.backward_s[i]);
+  }
+  // Within 2x of the first session's rate: the slowed one was outvoted (it alone would give a third).
+  CHECK(hp2->gemm_flops_per_s > 0.5 * hp->gemm_flops_per_s);
+  CHECK(exec::apply_host_probe(*hw, *hp2).source.find("the faster of 2 sessions") != std::string::npos);
+  exec::HostDeviceProbe other = *hp;
+  other.forward_s.pop_back();
+  auto bad = exec::probe_host_device(*m, *s, plan, &other);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("another model") != std::string::npos);
 }
