@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "exec/cpu_adam.h"
+#include "exec/cuda/attention_gemm.h"
 #include "exec/cuda/cuda_device.h"
 #include "exec/cuda/gemm.h"
 #include "exec/cuda/kernels.cuh"
@@ -160,6 +161,21 @@ int main(int argc, char** argv) {
     row("attention fwd bf16 " + shape, fwd_flops / f * 1e-12, "TFLOPS", fp32_peak, "fp32 CUDA-core peak");
     // Backward recomputes P twice (query and key passes) plus dq, dk, dv: count the useful 2.5x of forward.
     row("attention bwd bf16 " + shape, 2.5 * fwd_flops / b * 1e-12, "TFLOPS", fp32_peak, "fp32 CUDA-core peak");
+    // The same attention as batched cuBLASLt GEMMs (attention_gemm.h, what the engine runs): the causal FLOPs
+    // counted as above, against the tensor-core peak (the GEMMs also compute the masked half: 0.5 at most).
+    const double gf = time_s(s, quick ? 2 : 5, [&] {
+      return attention_forward_gemm<bf16_t>(*gemm, out, lse, qkv, qkv + NH * HD, qkv + (NH + NKV) * HD, ld, ld, B, T_,
+                                            NH, NKV, HD, s)
+          .ok();
+    });
+    const double gb = time_s(s, quick ? 1 : 3, [&] {
+      return attention_backward_gemm<bf16_t>(*gemm, qkv, qkv + NH * HD, qkv + (NH + NKV) * HD, dout, qkv,
+                                             qkv + NH * HD, qkv + (NH + NKV) * HD, lse, ld, ld, B, T_, NH, NKV, HD, s)
+          .ok();
+    });
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    row("attention (GEMMs) fwd bf16 " + shape, fwd_flops / gf * 1e-12, "TFLOPS", bf16_peak, "bf16 dense peak");
+    row("attention (GEMMs) bwd bf16 " + shape, 2.5 * fwd_flops / gb * 1e-12, "TFLOPS", bf16_peak, "bf16 dense peak");
     cudaFree(qkv), cudaFree(out), cudaFree(dout), cudaFree(lse);
   }
 

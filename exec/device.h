@@ -1,13 +1,15 @@
-// Device: where the engine's "GPU" work runs — memory with capacity accounting, streams, events and copies, as
-// CUDA offers them; the host device (host_device.h) is a CPU stand-in and the CUDA device (issue 7) the real one.
-// Work is stream-ordered: enqueue() and copy() return an Event that later work on any stream may wait for.
+// Device: where the engine's "GPU" work runs — memory with capacity accounting, streams, events, copies and the
+// kernels (device_kernels.h), as CUDA offers them; the host device (host_device.h) is a CPU stand-in and the CUDA
+// device (exec/cuda/cuda_device.h) the real one. Work is stream-ordered: enqueue() (host work), launch() (device
+// work) and copy() return an Event that later work on any stream may wait for.
 //   std::unique_ptr<Device> dev = make_host_device({.memory_bytes = 8LL << 30});
 //   auto buf = dev->allocate(1 << 20, "activations");        // fails past capacity, as cudaMalloc would
 //   Stream* s = *dev->stream("compute");
-//   Event e = dev->enqueue(*s, {}, [&] { return kernel(buf->data()); });
+//   Event e = dev->launch(*s, {}, [&](void* st) { return dev->kernels().zero(buf->data(), 1 << 20, st); });
 //   Status st = dev->synchronize();
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -82,13 +84,16 @@ class Buffer {
   Deleter del_ = nullptr;
 };
 
-// Completion of enqueued work; copyable handle. wait() blocks; status() says how it ended: work that failed,
-// or was skipped because something it waited for failed, carries the first error.
+// Completion of enqueued work; copyable handle. wait() blocks until the work has run and says how it ended: work
+// that failed, or was skipped because something it waited for failed, carries the first error.
 class Event {
  public:
   Event() = default;  // an event that is already complete
   bool done() const;
   Status wait() const;
+  // Waits only until the work is queued on its device (device work on CUDA: launched; host work: run) and returns
+  // its status so far; the device's own wait for the rest is the native marker (event_state.h).
+  Status queued() const;
   struct State;
   explicit Event(std::shared_ptr<State> s) : s_(std::move(s)) {}
   const std::shared_ptr<State>& state() const { return s_; }
@@ -106,6 +111,20 @@ class Stream {
 };
 
 enum class CopyKind : uint8_t { h2d, d2h, d2d, h2h };
+
+class DeviceKernels;  // device_kernels.h
+
+// How launch() runs its work.
+struct LaunchOptions {
+  // Wait on the host until every event in `waits` has completed, device work included, before `work` is called:
+  // for work whose launch reads on the host what earlier device work wrote (the gradient norm's partial sums).
+  bool sync_waits = false;
+  // When set: when the work ran on its stream, in seconds since `epoch` — valid once synchronize() has returned
+  // (CUDA: from events recorded around the work on the stream; the host device: around the call).
+  double* start_s = nullptr;
+  double* end_s = nullptr;
+  std::chrono::steady_clock::time_point epoch{};
+};
 
 struct DeviceInfo {
   std::string name;  // "host (CPU stand-in)", "NVIDIA H200"
@@ -127,8 +146,19 @@ class Device {
 
   // The stream of that name, created on first use.
   virtual Result<Stream*> stream(const std::string& name) = 0;
-  // Host work in stream order, after every event in `waits` (cudaLaunchHostFunc on CUDA).
+  // Host work in stream order, after every event in `waits` has completed and after the work queued on `s` before
+  // it has run (CUDA: on the stream's host thread, which then waits for the GPU). For work on host memory: CPU
+  // Adam, NVMe swaps, host-side casts.
   virtual Event enqueue(Stream& s, const std::vector<Event>& waits, std::function<Status()> work) = 0;
+  // Device work in stream order: `work` is called with the stream's native handle (cudaStream_t on CUDA, nullptr
+  // on the host device) and queues its work there through kernels() — kernel launches, async copies, NCCL; the
+  // host device runs it in the call. The Event completes when that work has run. On CUDA `work` is called on the
+  // stream's host thread once the waits' host parts are done (the GPU then waits for their GPU parts): it must
+  // not block on other device work unless LaunchOptions::sync_waits says the waits are complete.
+  virtual Event launch(Stream& s, const std::vector<Event>& waits, std::function<Status(void* stream)> work,
+                       const LaunchOptions& o = {}) = 0;
+  // The device's arithmetic (GPT modules, gradient casts and sums, Adam), called from launch()'s work.
+  virtual DeviceKernels& kernels() = 0;
   // An asynchronous copy in stream order (pinned host memory for h2d/d2h, as DeepSpeed requires).
   virtual Event copy(Stream& s, const std::vector<Event>& waits, void* dst, const void* src, int64_t bytes,
                      CopyKind kind) = 0;

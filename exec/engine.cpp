@@ -73,8 +73,9 @@ Stream& Engine::Impl::stream(core::Stream st) {
   return **r;
 }
 
-Event Engine::Impl::issue(const core::Op& op, std::vector<uint64_t> reads, std::vector<uint64_t> writes,
-                          std::function<Status()> work, std::vector<Event> waits) {
+Event Engine::Impl::order(const core::Op& op, std::vector<uint64_t>& reads, std::vector<uint64_t>& writes,
+                          std::vector<Event>& waits,
+                          const std::function<Event(Stream&, const std::vector<Event>&)>& submit) {
   for (uint32_t d : op.deps) waits.push_back(op_event[d]);
   std::sort(writes.begin(), writes.end());
   writes.erase(std::unique(writes.begin(), writes.end()), writes.end());
@@ -100,14 +101,7 @@ Event Engine::Impl::issue(const core::Op& op, std::vector<uint64_t> reads, std::
   ev->micro_step = op.micro_step;
   ev->bytes = op.bytes;
   ev->flops = op.gemm_flops;
-  const auto t0c = t0;
-  Event e = dev->enqueue(stream(op.stream), waits, [ev, t0c, work = std::move(work)]() -> Status {
-    using clk = std::chrono::steady_clock;
-    ev->start_s = std::chrono::duration<double>(clk::now() - t0c).count();
-    Status st = work ? work() : Status{};
-    ev->end_s = std::chrono::duration<double>(clk::now() - t0c).count();
-    return st;
-  });
+  Event e = submit(stream(op.stream), waits);
   op_event[op.id] = e;
   for (uint64_t r : reads)
     if (!std::binary_search(writes.begin(), writes.end(), r)) hazards[r].second.push_back(e);
@@ -119,12 +113,40 @@ Event Engine::Impl::issue(const core::Op& op, std::vector<uint64_t> reads, std::
   return e;
 }
 
+Event Engine::Impl::issue(const core::Op& op, std::vector<uint64_t> reads, std::vector<uint64_t> writes,
+                          std::function<Status()> work, std::vector<Event> waits) {
+  core::TraceEvent* ev = &events[op.id];
+  const auto t0c = t0;
+  return order(op, reads, writes, waits, [&](Stream& st, const std::vector<Event>& w) {
+    return dev->enqueue(st, w, [ev, t0c, work = std::move(work)]() -> Status {
+      using clk = std::chrono::steady_clock;
+      ev->start_s = std::chrono::duration<double>(clk::now() - t0c).count();
+      Status s = work ? work() : Status{};
+      ev->end_s = std::chrono::duration<double>(clk::now() - t0c).count();
+      return s;
+    });
+  });
+}
+
+Event Engine::Impl::launch(const core::Op& op, std::vector<uint64_t> reads, std::vector<uint64_t> writes,
+                           std::function<Status(void*)> work, std::vector<Event> waits, bool sync_waits) {
+  core::TraceEvent* ev = &events[op.id];
+  LaunchOptions lo;
+  lo.sync_waits = sync_waits;
+  lo.start_s = &ev->start_s;
+  lo.end_s = &ev->end_s;
+  lo.epoch = t0;
+  return order(op, reads, writes, waits, [&](Stream& st, const std::vector<Event>& w) {
+    return dev->launch(st, w, std::move(work), lo);
+  });
+}
+
 // The step's scalars from the per-parameter norm² shares (summed in parameter order: the same order at every stage).
 Status Engine::Impl::compute_scalars(Scalars& sc) {
   std::lock_guard<std::mutex> lk(scalar_mu);
   if (sc.ready) return {};
   double total = 0;
-  for (const auto& p : params) total += p.sumsq;
+  for (const auto& p : params) total += *p.sumsq;
   // Stages 1-3 hold disjoint partitions (Σ over ranks, in rank order); stage 0's gradients are whole on every rank.
   if (stage >= 1) ZS_TRY(comm->all_reduce_f64(&total, 1, ReduceOp::sum, {.op_name = "gradient norm"}));
   sc.norm = std::sqrt(total);
@@ -171,7 +193,7 @@ Result<StepResult> Engine::Impl::step(DataLoader& data) {
     p.gathered.reset();
     p.grad_full.reset();
     p.pswap_slot = -1;
-    p.sumsq = 0;
+    *p.sumsq = 0;
   }
   for (auto& g : groups) g.speculative = false;
   cur = Scalars{};
@@ -179,7 +201,6 @@ Result<StepResult> Engine::Impl::step(DataLoader& data) {
   head_release_pending = false;
   layer0_release_pending = false;
   const int64_t N = model->tokens();
-  micro_tokens.assign(static_cast<size_t>(ga), std::vector<int32_t>(static_cast<size_t>(2 * N)));
   micro_loss.assign(static_cast<size_t>(ga), 0.0);
   // Data-parallel sharding: a step's global batch is world · GA micro-batches drawn in order from the (identically
   // seeded) loader on every rank; rank r trains on micro-batches r·GA .. r·GA + GA − 1 of them. So world ranks with
@@ -187,13 +208,21 @@ Result<StepResult> Engine::Impl::step(DataLoader& data) {
   {
     std::vector<int32_t> skip(static_cast<size_t>(2 * N));
     for (int64_t m = 0; m < world * ga; ++m) {
-      int32_t* dst = m / ga == rank ? micro_tokens[static_cast<size_t>(m % ga)].data() : skip.data();
+      int32_t* dst = m / ga == rank ? tokens_host.as<int32_t>() + (m % ga) * 2 * N : skip.data();
       data.next(dst, dst + N);
     }
   }
+  t0 = std::chrono::steady_clock::now();
+  tokens_ready = Event();
+  if (tokens_dev) {  // a GPU reads its token ids from device memory: uploaded before the first compute op
+    void* dst = tokens_dev.data();
+    const void* src = tokens_host.data();
+    const int64_t bytes = tokens_host.bytes();
+    tokens_ready = dev->launch(stream(core::Stream::compute), {},
+                               [this, dst, src, bytes](void* st) { return K->copy(dst, src, bytes, st); });
+  }
   seen_compute = false;
   norm_issued = false;
-  t0 = std::chrono::steady_clock::now();
   Status st;
   for (const auto& op : plan.ops) {
     st = run_op(op);
@@ -214,6 +243,13 @@ Result<StepResult> Engine::Impl::step(DataLoader& data) {
   ZS_TRY(finish_overlap());
   const double step_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+  // The micro-steps' losses: Σ token losses (double, token order) / tokens, from what the lm_head left.
+  for (size_t m = 0; m < micro_loss.size(); ++m) {
+    const float* l = loss_parts.as<float>() + static_cast<int64_t>(m) * N;
+    double sum = 0;
+    for (int64_t n = 0; n < N; ++n) sum += l[n];
+    micro_loss[m] = sum / static_cast<double>(N);
+  }
   StepResult r;
   r.step = step_index;
   for (double l : micro_loss) r.loss += l;
@@ -283,6 +319,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const core::ModelSpec& m, const c
   impl->hw = hw;
   impl->s = s;
   impl->dev = &dev;
+  impl->K = &dev.kernels();
   impl->comm = &comm;
   impl->o = o;
   ZS_TRY(impl->setup());

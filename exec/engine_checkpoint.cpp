@@ -69,10 +69,7 @@ Status Engine::save_checkpoint(const std::string& dir, const DataLoader& data) c
     const ParamRt& r = I.params[p];
     t.push_back({r.name, to_string(I.dt), r.numel, r.numel * I.lp, [&I, p](void* dst) -> Status {
                    const ParamRt& q = I.params[p];
-                   if (const void* src = lp_source(q)) {
-                     std::memcpy(dst, src, static_cast<size_t>(q.numel * I.lp));
-                     return {};
-                   }
+                   if (const void* src = lp_source(q)) return I.K->copy_sync(dst, src, q.numel * I.lp);
                    return I.swap_in(*I.par_swapper, q.swap_name, dst, q.part * I.lp);
                  }});
   }
@@ -85,10 +82,8 @@ Status Engine::save_checkpoint(const std::string& dir, const DataLoader& data) c
       t.push_back({r.name + suffix[which], which == 1 || which == 2 ? sdt : "fp32", r.part, r.part * eb,
                    [&I, p, which, eb, cache](void* dst) -> Status {
                      const ParamRt& q = I.params[p];
-                     if (const unsigned char* src = state_ptr(I, p, which)) {
-                       std::memcpy(dst, src, static_cast<size_t>(q.part * eb));
-                       return {};
-                     }
+                     if (const unsigned char* src = state_ptr(I, p, which))
+                       return I.K->copy_sync(dst, src, q.part * eb);
                      ZS_TRY(read_group_state(I, static_cast<size_t>(q.group), which, *cache));
                      std::memcpy(dst, cache->bytes.data() + q.group_offset * eb, static_cast<size_t>(q.part * eb));
                      return {};
@@ -144,8 +139,8 @@ Status Engine::load_checkpoint(const std::string& dir, DataLoader& data) {
     ParamRt& r = I.params[p];
     buf.resize(static_cast<size_t>(r.numel * I.lp));
     ZS_TRY(c->read(r.name, buf.data(), r.numel * I.lp));
-    if (r.lp_full) std::memcpy(r.lp_full, buf.data(), buf.size());
-    if (r.lp_part) std::memcpy(r.lp_part, buf.data(), static_cast<size_t>(r.part * I.lp));
+    if (r.lp_full) ZS_TRY(I.K->copy_sync(r.lp_full, buf.data(), r.numel * I.lp));
+    if (r.lp_part) ZS_TRY(I.K->copy_sync(r.lp_part, buf.data(), r.part * I.lp));
     if (r.lp_home == Tier::nvme) ZS_TRY(I.swap_out(*I.par_swapper, r.swap_name, buf.data(), r.part * I.lp));
   }
   const bool pending = st.value("pending", nlohmann::json::object()).value("grads", false);
@@ -156,11 +151,16 @@ Status Engine::load_checkpoint(const std::string& dir, DataLoader& data) {
       GroupRt& g = I.groups[gi];
       std::vector<unsigned char> group_bytes;
       if (g.tier == Tier::nvme) group_bytes.resize(static_cast<size_t>(g.elements * eb));
+      std::vector<unsigned char> one;
       for (size_t p = g.first; p < g.last; ++p) {
         const ParamRt& r = I.params[p];
-        unsigned char* dst = state_ptr(I, p, which);
-        if (!dst) dst = group_bytes.data() + r.group_offset * eb;
-        ZS_TRY(c->read(r.name + suffix[which], dst, r.part * eb));
+        if (unsigned char* dst = state_ptr(I, p, which)) {  // device or host memory: through a host buffer
+          one.resize(static_cast<size_t>(r.part * eb));
+          ZS_TRY(c->read(r.name + suffix[which], one.data(), r.part * eb));
+          ZS_TRY(I.K->copy_sync(dst, one.data(), r.part * eb));
+        } else {
+          ZS_TRY(c->read(r.name + suffix[which], group_bytes.data() + r.group_offset * eb, r.part * eb));
+        }
       }
       if (g.tier == Tier::nvme)
         ZS_TRY(
@@ -205,7 +205,9 @@ Result<std::vector<float>> Engine::master_params() const {
       ZS_TRY(read_group_state(I, static_cast<size_t>(r.group), 0, cache));
       src = reinterpret_cast<const float*>(cache.bytes.data()) + r.group_offset;
     }
-    out.insert(out.end(), src, src + r.part);
+    const size_t at = out.size();
+    out.resize(at + static_cast<size_t>(r.part));
+    ZS_TRY(I.K->copy_sync(out.data() + at, src, 4 * r.part));
   }
   return out;
 }
@@ -220,7 +222,7 @@ Result<std::vector<uint16_t>> Engine::lp_params_bits() const {
   for (const ParamRt& r : I.params) {
     std::vector<uint16_t> v(static_cast<size_t>(r.numel));
     if (const void* src = lp_source(r))
-      std::memcpy(v.data(), src, v.size() * 2);
+      ZS_TRY(I.K->copy_sync(v.data(), src, 2 * r.numel));
     else
       ZS_TRY(I.swap_in(*I.par_swapper, r.swap_name, v.data(), r.part * 2));
     out.insert(out.end(), v.begin(), v.end());

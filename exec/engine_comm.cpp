@@ -54,26 +54,40 @@ Status Engine::Impl::op_allgather(const core::Op& op) {
       gathers.push_back({r.gathered->data(), r.part});
     }
   } else if (op.tensor < 0) {  // ZeRO-3 _post_step: persistent parameters from their updated partitions
-    // The full copy holds numel elements, the gather world · part: through a padded staging buffer (host memory
-    // of the work; persistent parameters are small by definition).
+    // The full copy holds numel elements, the gather world · part: through a padded staging buffer on the device
+    // (persistent parameters are small by definition); one rank copies its partition into place.
     std::vector<Padded> padded;
+    int64_t most = 0;
     for (size_t p = 0; p < params.size(); ++p) {
       ParamRt& r = params[p];
       if (!r.persistent || !r.lp_part) continue;
       writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
       padded.push_back({r.lp_full, r.lp_part, r.numel, r.part});
+      most = std::max(most, world * r.part * lp);
+    }
+    std::shared_ptr<Buffer> tmp;
+    if (world > 1 && most > 0) {
+      auto b = alloc_gpu(most, "persistent params all-gather staging");
+      if (!b) return b.error();
+      tmp = std::make_shared<Buffer>(std::move(*b));
+      extra("persistent params all-gather staging (world x the largest persistent partition)", most);
+      tmp->release_accounting();  // stream-ordered free: held by the work below
     }
     const DType d = dt;
     Communicator* cm = comm;
     const std::string name = "allgather persistent params (op " + std::to_string(op.id) + ")";
-    issue(op, reads, writes, [padded, d, cm, name]() -> Status {
+    launch(op, reads, writes, [this, padded, tmp, d, cm, name](void* st) -> Status {
       const int64_t e = dtype_bytes(d), W = cm->world(), R = cm->rank();
-      std::vector<unsigned char> tmp;
       for (const auto& x : padded) {
-        tmp.assign(static_cast<size_t>(W * x.part * e), 0);
-        std::memcpy(tmp.data() + R * x.part * e, x.part_src, static_cast<size_t>(x.part * e));
-        ZS_TRY(cm->all_gather(tmp.data(), tmp.data() + R * x.part * e, x.part, d, {.op_name = name}));
-        std::memcpy(x.full, tmp.data(), static_cast<size_t>(x.numel * e));
+        if (W == 1) {
+          ZS_TRY(K->copy(x.full, x.part_src, x.numel * e, st));
+          continue;
+        }
+        auto* t = tmp->as<unsigned char>();
+        ZS_TRY(K->zero(t, W * x.part * e, st));
+        ZS_TRY(K->copy(t + R * x.part * e, x.part_src, x.part * e, st));
+        ZS_TRY(cm->all_gather(t, t + R * x.part * e, x.part, d, {.op_name = name, .stream = st}));
+        ZS_TRY(K->copy(x.full, t, x.numel * e, st));
       }
       return Status{};
     });
@@ -91,12 +105,13 @@ Status Engine::Impl::op_allgather(const core::Op& op) {
     const int64_t e = lp;
     Communicator* cm = comm;
     const std::string name = "allgather lp params (op " + std::to_string(op.id) + ")";
-    issue(op, reads, writes, [base, f0, f1, S, W, whole, d, e, cm, name]() -> Status {
+    launch(op, reads, writes, [base, f0, f1, S, W, whole, d, e, cm, name](void* st) -> Status {
       if (W == 1) return Status{};
-      if (whole) return cm->all_gather(base, base + cm->rank() * S * e, S, d, {.op_name = name});
+      if (whole) return cm->all_gather(base, base + cm->rank() * S * e, S, d, {.op_name = name, .stream = st});
       for (int64_t q = 0; q < W; ++q) {
         const int64_t lo = std::max(f0, q * S), hi = std::min(f1, (q + 1) * S);
-        if (hi > lo) ZS_TRY(cm->broadcast(base + lo * e, (hi - lo) * e, static_cast<int>(q), {.op_name = name}));
+        if (hi > lo)
+          ZS_TRY(cm->broadcast(base + lo * e, (hi - lo) * e, static_cast<int>(q), {.op_name = name, .stream = st}));
       }
       return Status{};
     });
@@ -105,11 +120,11 @@ Status Engine::Impl::op_allgather(const core::Op& op) {
   const DType d = dt;
   Communicator* cm = comm;
   const std::string name = "allgather op " + std::to_string(op.id);
-  issue(op, reads, writes, [copies, gathers, keep, d, cm, name]() -> Status {
-    for (const auto& c : copies) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+  launch(op, reads, writes, [this, copies, gathers, keep, d, cm, name](void* st) -> Status {
+    for (const auto& c : copies) ZS_TRY(K->copy(c.dst, c.src, c.bytes, st));
     for (const auto& [buf, n] : gathers)
       ZS_TRY(cm->all_gather(buf, static_cast<unsigned char*>(buf) + cm->rank() * n * dtype_bytes(d), n, d,
-                            {.op_name = name}));
+                            {.op_name = name, .stream = st}));
     return Status{};
   });
   return {};
@@ -189,14 +204,14 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
   const int64_t f0 = params[a].flat, f1 = params[b - 1].flat + params[b - 1].numel;
   const int64_t S = flat_part, W = world;
   const int st = stage;
-  issue(op, reads, writes, [items, keep, d, cm, name, elsz, region, f0, f1, S, W, st]() mutable -> Status {
-    for (auto& it : items) {
-      if (it.fill) std::memcpy(it.grad, it.fill, static_cast<size_t>(it.r->numel * elsz));
-      if (it.pad > 0) std::memset(bytes_of(it.grad) + it.r->numel * elsz, 0, static_cast<size_t>(it.pad * elsz));
+  launch(op, reads, writes, [this, items, keep, d, cm, name, elsz, region, f0, f1, S, W, st](void* sm) -> Status {
+    for (const auto& it : items) {
+      if (it.fill) ZS_TRY(K->copy(it.grad, it.fill, it.r->numel * elsz, sm));
+      if (it.pad > 0) ZS_TRY(K->zero(bytes_of(it.grad) + it.r->numel * elsz, it.pad * elsz, sm));
     }
     if (st == 3) {  // per parameter, in place: [world · part] → this rank's part (averaged over ranks)
-      for (auto& it : items)
-        ZS_TRY(cm->reduce_scatter(it.piece, it.grad, it.r->part, d, ReduceOp::avg, {.op_name = name}));
+      for (const auto& it : items)
+        ZS_TRY(cm->reduce_scatter(it.piece, it.grad, it.r->part, d, ReduceOp::avg, {.op_name = name, .stream = sm}));
     } else {
       // Stages 1-2 (DeepSpeed's average_tensor): the region's elements owned by each rank's flat partition
       // [q·S, (q+1)·S) are reduced to that rank.
@@ -204,16 +219,16 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
         const int64_t lo = std::max(f0, q * S), hi = std::min(f1, (q + 1) * S);
         if (hi <= lo) continue;
         ZS_TRY(cm->reduce(bytes_of(region) + (lo - f0) * elsz, hi - lo, d, ReduceOp::avg, static_cast<int>(q),
-                          {.op_name = name}));
+                          {.op_name = name, .stream = sm}));
       }
     }
-    for (auto& it : items) {
+    for (const auto& it : items) {
       const void* src = it.piece;
       if (it.accumulate) {
-        accumulate_lp(d, it.r->grad_acc, it.piece, it.r->part, it.overwrite);
+        ZS_TRY(K->accumulate(d, it.r->grad_acc, it.piece, it.r->part, it.overwrite, sm));
         src = it.r->grad_acc;
       }
-      if (it.finalize) it.r->sumsq = finalize_into(d, it.fp32, src, it.r->part);
+      if (it.finalize) ZS_TRY(K->to_f32(d, it.fp32, src, it.r->part, it.r->sumsq, sm));
     }
     return Status{};
   });
@@ -245,19 +260,19 @@ Status Engine::Impl::op_allreduce(const core::Op& op) {
   Communicator* cm = comm;
   auto buf = allreduce_buf;
   const std::string name = "allreduce bucket (op " + std::to_string(op.id) + ")";
-  issue(op, {}, writes, [items, keep, buf, d, cm, elsz, name]() -> Status {
+  launch(op, {}, writes, [this, items, keep, buf, d, cm, elsz, name](void* st) -> Status {
     auto* base = static_cast<unsigned char*>(buf->data());
     int64_t off = 0;
-    for (auto& [r, f] : items) {
-      std::memcpy(base + off, r->grad_acc, static_cast<size_t>(r->numel * elsz));
+    for (const auto& [r, f] : items) {
+      ZS_TRY(K->copy(base + off, r->grad_acc, r->numel * elsz, st));
       off += r->numel * elsz;
     }
-    ZS_TRY(cm->all_reduce(base, off / elsz, d, ReduceOp::avg, {.op_name = name}));
+    ZS_TRY(cm->all_reduce(base, off / elsz, d, ReduceOp::avg, {.op_name = name, .stream = st}));
     off = 0;
-    for (auto& [r, f] : items) {
-      std::memcpy(r->grad_acc, base + off, static_cast<size_t>(r->numel * elsz));
+    for (const auto& [r, f] : items) {
+      ZS_TRY(K->copy(r->grad_acc, base + off, r->numel * elsz, st));
       off += r->numel * elsz;
-      r->sumsq = finalize_into(d, f, r->grad_acc, r->numel);
+      ZS_TRY(K->to_f32(d, f, r->grad_acc, r->numel, r->sumsq, st));
     }
     return Status{};
   });

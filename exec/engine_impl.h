@@ -18,6 +18,7 @@
 #include "core/memory.h"
 #include "core/param_coordinator.h"
 #include "exec/cpu_adam.h"
+#include "exec/device_kernels.h"
 #include "exec/engine.h"
 #include "exec/gpt_model.h"
 #include "exec/kernels_ref.h"
@@ -52,19 +53,6 @@ constexpr int64_t kReserve = int64_t{1} << 40;  // Res::copy_back index of param
 inline core::Error internal(const std::string& what) { return {core::ErrorKind::internal, "engine: " + what}; }
 using Keep = std::vector<std::shared_ptr<Buffer>>;  // buffers an op's work holds until it has run
 inline unsigned char* bytes_of(void* p) { return static_cast<unsigned char*>(p); }
-// The boundary's fp32 gradient and its norm² share: dst (may be null) = float(src); returns Σ src².
-inline double finalize_into(DType d, float* dst, const void* src, int64_t n) {
-  return dispatch(d, [&](auto tag) {
-    using T = decltype(tag);
-    return cast_to_f32_sumsq<T>(dst, static_cast<const T*>(src), n);
-  });
-}
-inline void accumulate_lp(DType d, void* dst, const void* src, int64_t n, bool overwrite) {
-  dispatch(d, [&](auto tag) {
-    using T = decltype(tag);
-    grad_accumulate<T>(static_cast<T*>(dst), static_cast<const T*>(src), n, overwrite);
-  });
-}
 
 struct ParamRt {
   std::string name;
@@ -90,7 +78,7 @@ struct ParamRt {
   int64_t bucket_offset = 0;  // element offset in that bucket
   bool in_bucket = false;
   int contributions = 0;  // backward contributions so far in this micro-step
-  double sumsq = 0;       // its share of the gradient norm² this step
+  double* sumsq = nullptr;  // its share of the gradient norm² this step (in Impl::norm_parts: the device writes it)
 };
 
 struct GroupRt {
@@ -145,6 +133,7 @@ struct Engine::Impl {
   core::Hardware hw;
   core::Strategy s;
   Device* dev = nullptr;
+  DeviceKernels* K = nullptr;  // dev->kernels(): what device work runs
   Communicator* comm = nullptr;
   EngineOptions o;
   core::Plan plan;
@@ -167,6 +156,14 @@ struct Engine::Impl {
   // Static memory, by the memory model's item key.
   MemoryAccount cpu_acct{"cpu", 0};
   MemoryAccount nvme_acct{"nvme", 0};
+  // Page-locked host scalars the device writes (outside the Plan, listed in extras): per parameter its share of
+  // the gradient norm², and per micro-step the lm_head's token losses [GA][N] (summed on the host after the step).
+  MemoryAccount scalars_acct{"engine scalars (host)", int64_t{1} << 40};
+  Buffer norm_parts, loss_parts;
+  const int32_t* tokens_of(size_t micro) const {
+    const Buffer& b = tokens_dev ? tokens_dev : tokens_host;
+    return b.as<int32_t>() + static_cast<int64_t>(micro) * 2 * model->tokens();
+  }
   std::map<std::string, Buffer> gpu_items, cpu_items;
   std::vector<std::shared_ptr<Buffer>> buckets;  // IPG buckets (comm_buckets), 1 or 2
   int64_t bucket_elems = 0;
@@ -204,7 +201,10 @@ struct Engine::Impl {
   std::vector<std::vector<int32_t>> grads_alloc_at, grads_ready_at;  // per trace step
   std::chrono::steady_clock::time_point t0;
   std::mutex scalar_mu;
-  std::vector<std::vector<int32_t>> micro_tokens;  // [micro][2·N]: tokens then targets
+  // The step's token ids [GA][2·N] (per micro-step: tokens, then targets): page-locked host memory, and a device
+  // copy on a GPU (uploaded at the start of the step; tokens_ready).
+  Buffer tokens_host, tokens_dev;
+  Event tokens_ready;
   std::vector<double> micro_loss;
   std::map<int64_t, std::shared_ptr<Buffer>> acts;  // act resource index → arena
   std::array<std::shared_ptr<Buffer>, 2> dres{};
@@ -242,8 +242,18 @@ struct Engine::Impl {
   Status init_states();
   Result<StepResult> step(DataLoader& data);
   Stream& stream(core::Stream s);
+  // Host work of an op (CPU Adam, NVMe swaps, host casts, the norm) on its stream, after the Plan's dependencies and
+  // the hazards on what it reads and writes.
   Event issue(const core::Op& op, std::vector<uint64_t> reads, std::vector<uint64_t> writes,
               std::function<Status()> work, std::vector<Event> waits = {});
+  // Device work of an op (Device::launch: kernels, copies, collectives through K on the given stream), ordered
+  // the same way. sync_waits: its launch reads on the host what earlier device work wrote.
+  Event launch(const core::Op& op, std::vector<uint64_t> reads, std::vector<uint64_t> writes,
+               std::function<Status(void* stream)> work, std::vector<Event> waits = {}, bool sync_waits = false);
+  // Orders an op (the shared part of issue and launch): waits from deps and hazards, the trace event, the hazards
+  // it leaves; `submit` queues the work after `waits`.
+  Event order(const core::Op& op, std::vector<uint64_t>& reads, std::vector<uint64_t>& writes,
+              std::vector<Event>& waits, const std::function<Event(Stream&, const std::vector<Event>&)>& submit);
   Status compute_scalars(Scalars& sc);
   void note(const std::string& n);
   Result<Buffer> alloc_gpu(int64_t bytes, const std::string& name);
@@ -261,6 +271,8 @@ struct Engine::Impl {
   Status swap_in_all(Swapper& sw, const std::vector<SwapIo>& ios);
   Status reserve_nvme(const std::string& name, int64_t bytes);
   Status swap_out_all(Swapper& sw, const std::vector<SwapIo>& ios);
+  // Zeros `bytes` of any memory (device or host) now, outside stream order (initialisation).
+  Status zero_sync(void* dst, int64_t bytes);
   int64_t padded(int64_t bytes) const { return (bytes + 4095) / 4096 * 4096; }
   // Elements of a parameter's partition that hold values (stage 3 pads the last ranks' partitions with zeros).
   int64_t valid_part(const ParamRt& r) const { return std::clamp<int64_t>(r.numel - r.part_start, 0, r.part); }
@@ -279,7 +291,7 @@ struct Engine::Impl {
   Status op_adam(const core::Op& op);
   Status op_cast(const core::Op& op);
   Status finish_overlap();
-  Status write_lp_from_master(size_t g);  // every lp home of a group's params from its fp32 master (host-side)
+  Status write_lp_from_master(size_t g);  // every lp home of a group's params from its fp32 master (after the step)
 
   // Helpers.
   core::TensorKind kind_of(const core::Op& op) const;

@@ -154,25 +154,21 @@ Status Engine::Impl::init_params() {
     while (j < params.size() && (n + params[j].numel <= chunk || j == i)) n += params[j++].numel;
     int64_t off = 0;
     for (size_t p = i; p < j; ++p) {
-      fp32_model->init_param(p, f + off, o.seed);
+      // Each element depends only on (seed, parameter, index): filled on CPU Adam's threads.
+      host_parallel(params[p].numel,
+                    [&](int64_t lo, int64_t hi) { fp32_model->init_param(p, f + off, o.seed, lo, hi); });
       ParamRt& r = params[p];
       // Every rank builds the whole (seeded) parameter and keeps its partition; stage 3's padding is zeros.
       const int64_t valid = valid_part(r);
-      std::vector<unsigned char> slice;
+      // Cast on the host, then into the parameter's homes (device or host memory).
+      std::vector<unsigned char> full(static_cast<size_t>(r.numel * lp)), slice(static_cast<size_t>(r.part * lp), 0);
       dispatch(dt, [&](auto tag) {
         using T = decltype(tag);
-        auto cast = [&](void* dst) { cast_from_f32<T>(static_cast<T*>(dst), f + off, r.numel); };
-        if (r.lp_full) cast(r.lp_full);
-        auto cast_part = [&](void* dst) {
-          std::memset(dst, 0, static_cast<size_t>(r.part * lp));
-          cast_from_f32<T>(static_cast<T*>(dst), f + off + r.part_start, valid);
-        };
-        if (r.lp_part) cast_part(r.lp_part);
-        if (r.lp_home == Tier::nvme) {
-          slice.resize(static_cast<size_t>(r.part * lp));
-          cast_part(slice.data());
-        }
+        cast_from_f32<T>(reinterpret_cast<T*>(full.data()), f + off, r.numel);
+        cast_from_f32<T>(reinterpret_cast<T*>(slice.data()), f + off + r.part_start, valid);
       });
+      if (r.lp_full) ZS_TRY(K->copy_sync(r.lp_full, full.data(), r.numel * lp));
+      if (r.lp_part) ZS_TRY(K->copy_sync(r.lp_part, slice.data(), r.part * lp));
       if (r.lp_home == Tier::nvme) ZS_TRY(swap_out(*par_swapper, r.swap_name, slice.data(), r.part * lp));
       off += r.numel;
     }
@@ -181,47 +177,61 @@ Status Engine::Impl::init_params() {
   return {};
 }
 
+Status Engine::Impl::zero_sync(void* dst, int64_t bytes) {
+  static const std::vector<unsigned char> zeros(size_t{16} << 20, 0);
+  for (int64_t off = 0; off < bytes;) {
+    const int64_t n = std::min<int64_t>(bytes - off, static_cast<int64_t>(zeros.size()));
+    ZS_TRY(K->copy_sync(bytes_of(dst) + off, zeros.data(), n));
+    off += n;
+  }
+  return {};
+}
+
 // Optimizer states from the lp parameters: master = float(lp), m = v = 0 (DeepSpeed clones the 16-bit partition).
+// Computed on the host and copied to wherever the states live (device or host memory).
 Status Engine::Impl::init_states() {
   Engine::Impl& e = *this;
   const int64_t state_b = e.s.bf16.bf16_optimizer_states ? 2 : 4;
   std::vector<unsigned char> lp_tmp;
+  std::vector<float> f32_tmp;
   for (size_t gi = 0; gi < e.groups.size(); ++gi) {
     GroupRt& g = e.groups[gi];
     std::vector<float> nv_master;
-    float* master = g.master;
-    if (g.tier == Tier::nvme) {
-      nv_master.assign(static_cast<size_t>(g.elements), 0.0f);
-      master = nv_master.data();
-    }
+    if (g.tier == Tier::nvme) nv_master.assign(static_cast<size_t>(g.elements), 0.0f);
     const bool self = !e.mixed && g.tier == Tier::gpu &&
-                      master == static_cast<float*>(e.params[g.first].lp_full ? e.params[g.first].lp_full
-                                                                              : e.params[g.first].lp_part);
+                      g.master == static_cast<float*>(e.params[g.first].lp_full ? e.params[g.first].lp_full
+                                                                                : e.params[g.first].lp_part);
     for (size_t p = g.first; p < g.last && !self; ++p) {
       ParamRt& r = e.params[p];
+      lp_tmp.resize(static_cast<size_t>(r.part * e.lp));
       const void* src = r.lp_part ? r.lp_part : r.lp_full ? bytes_of(r.lp_full) + r.part_start * e.lp : nullptr;
-      if (!src) {
-        lp_tmp.resize(static_cast<size_t>(r.part * e.lp));
+      if (src)
+        ZS_TRY(K->copy_sync(lp_tmp.data(), src, r.part * e.lp));
+      else
         ZS_TRY(e.swap_in(*e.par_swapper, r.swap_name, lp_tmp.data(), r.part * e.lp));
-        src = lp_tmp.data();
+      float* master = g.tier == Tier::nvme ? nv_master.data() + r.group_offset : nullptr;
+      if (!master) {
+        f32_tmp.resize(static_cast<size_t>(r.part));
+        master = f32_tmp.data();
       }
       dispatch(e.dt, [&](auto tag) {
         using T = decltype(tag);
-        (void)cast_to_f32_sumsq<T>(master + r.group_offset, static_cast<const T*>(src), r.part);
+        (void)cast_to_f32_sumsq<T>(master, reinterpret_cast<const T*>(lp_tmp.data()), r.part);
       });
+      if (g.tier != Tier::nvme) ZS_TRY(K->copy_sync(g.master + r.group_offset, master, 4 * r.part));
     }
     if (g.tier == Tier::nvme) {
       std::vector<unsigned char> zeros(static_cast<size_t>(g.elements * state_b), 0);
       std::vector<float> zf(static_cast<size_t>(g.elements), 0.0f);
-      ZS_TRY(e.swap_out(*e.opt_swapper, "g" + std::to_string(gi) + ".master", master, 4 * g.elements));
+      ZS_TRY(e.swap_out(*e.opt_swapper, "g" + std::to_string(gi) + ".master", nv_master.data(), 4 * g.elements));
       ZS_TRY(e.swap_out(*e.opt_swapper, "g" + std::to_string(gi) + ".exp_avg", zeros.data(), state_b * g.elements));
       ZS_TRY(e.swap_out(*e.opt_swapper, "g" + std::to_string(gi) + ".exp_avg_sq", zeros.data(), state_b * g.elements));
       for (size_t ri : g.runs)
         ZS_TRY(e.swap_out(*e.opt_swapper, e.grad_runs[ri].name, zf.data(), 4 * e.grad_runs[ri].elements));
     } else {
-      std::memset(g.m, 0, static_cast<size_t>(g.elements * state_b));
-      std::memset(g.v, 0, static_cast<size_t>(g.elements * state_b));
-      if (g.g32 && (e.mixed || g.tier != Tier::gpu)) std::memset(g.g32, 0, static_cast<size_t>(4 * g.elements));
+      ZS_TRY(zero_sync(g.m, g.elements * state_b));
+      ZS_TRY(zero_sync(g.v, g.elements * state_b));
+      if (g.g32 && (e.mixed || g.tier != Tier::gpu)) ZS_TRY(zero_sync(g.g32, 4 * g.elements));
     }
   }
   return {};

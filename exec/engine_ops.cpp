@@ -88,7 +88,7 @@ Status Engine::Impl::op_compute(const core::Op& op) {
   auto c = std::make_shared<GptModel::Call>();
   std::vector<uint64_t> reads, writes;
   Keep keep;
-  c->tokens = micro_tokens[micro].data();
+  c->tokens = tokens_of(micro);
   c->targets = c->tokens + N;
   c->dloss = static_cast<float>(scaler.scale / (static_cast<double>(N) * static_cast<double>(ga)));
   for (int32_t p : mi.params) {
@@ -277,16 +277,13 @@ Status Engine::Impl::op_compute(const core::Op& op) {
     }
   }
 
-  const bool is_loss = !bwd && mi.role == ModuleRole::lm_head;
-  issue(op, reads, writes, [this, c, mod, bwd, keep, ckpt_src, ckpt_dst, ckpt_bytes, is_loss, micro, N]() -> Status {
-    if (ckpt_src) std::memcpy(ckpt_dst, ckpt_src, static_cast<size_t>(ckpt_bytes));
-    if (bwd)
-      model->backward(mod, *c);
-    else
-      model->forward(mod, *c);
-    if (is_loss) micro_loss[micro] = c->loss_sum / static_cast<double>(N);
-    return Status{};
-  });
+  if (!bwd && mi.role == ModuleRole::lm_head) c->host_losses = loss_parts.as<float>() + static_cast<int64_t>(micro) * N;
+  std::vector<Event> waits;
+  if (!tokens_ready.done()) waits.push_back(tokens_ready);
+  launch(op, reads, writes, [this, c, mod, bwd, keep, ckpt_src, ckpt_dst, ckpt_bytes](void* st) -> Status {
+    if (ckpt_src) ZS_TRY(K->copy(ckpt_dst, ckpt_src, ckpt_bytes, st));
+    return bwd ? K->backward(*model, mod, *c, st) : K->forward(*model, mod, *c, st);
+  }, waits);
   if (!bwd && ckpt && !rec && last_of_block) free_act(3 * L + 2 + l);
   if (!bwd && mi.role == ModuleRole::final_norm) free_act(4 * L + 2);
   if (bwd && mi.role == ModuleRole::tok_embedding) {
@@ -317,7 +314,7 @@ Status Engine::Impl::op_release(const core::Op& op) {
       allreduce_buf.reset();
       writes.push_back(rid(Res::bucket, 1000));
     }
-    issue(op, {}, writes, [keep]() -> Status { return Status{}; });
+    launch(op, {}, writes, [keep](void*) -> Status { return Status{}; });
     return {};
   }
   const TensorKind k = kind_of(op);
@@ -328,7 +325,7 @@ Status Engine::Impl::op_release(const core::Op& op) {
       note(
           "the head's activations are freed after the final norm's backward (it reads the norm's input), "
           "one op after the Plan frees them");
-      issue(op, {}, {}, nullptr);
+      launch(op, {}, {}, nullptr);
       return {};
     }
     if (idx == 0 && spare_dres) {  // the embeddings' backward reads block 0's input gradient from its arena
@@ -336,7 +333,7 @@ Status Engine::Impl::op_release(const core::Op& op) {
       note(
           "block 0's activations are freed after the embeddings' backward (its arena holds their input "
           "gradient), two ops after the Plan frees them");
-      issue(op, {}, {}, nullptr);
+      launch(op, {}, {}, nullptr);
       return {};
     }
     std::vector<int64_t> ids = {idx};
@@ -349,7 +346,7 @@ Status Engine::Impl::op_release(const core::Op& op) {
       writes.push_back(rid(Res::act, id));
       free_act(id);
     }
-    issue(op, {}, writes, [keep]() -> Status { return Status{}; });
+    launch(op, {}, writes, [keep](void*) -> Status { return Status{}; });
     return {};
   }
   auto [a, b] = param_range(op);
@@ -369,7 +366,7 @@ Status Engine::Impl::op_release(const core::Op& op) {
         r.pswap_slot = -1;
       }
     }
-    Event e = issue(op, {}, writes, [keep]() -> Status { return Status{}; });
+    Event e = launch(op, {}, writes, [keep](void*) -> Status { return Status{}; });
     for (int32_t sl : slots) pswap_slots.release(sl, e);
     return {};
   }
@@ -399,8 +396,8 @@ Status Engine::Impl::op_release(const core::Op& op) {
       r.grad_full->release_accounting();
       r.grad_full.reset();
     }
-    issue(op, reads, writes, [copies, keep]() -> Status {
-      for (const auto& c : copies) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+    launch(op, reads, writes, [this, copies, keep](void* st) -> Status {
+      for (const auto& c : copies) ZS_TRY(K->copy(c.dst, c.src, c.bytes, st));
       return Status{};
     });
     return {};
@@ -411,7 +408,7 @@ Status Engine::Impl::op_release(const core::Op& op) {
       transient_fp32->release_accounting();
       transient_fp32.reset();
     }
-    issue(op, {}, {rid(Res::bucket, 1001)}, [keep]() -> Status { return Status{}; });
+    launch(op, {}, {rid(Res::bucket, 1001)}, [keep](void*) -> Status { return Status{}; });
     return {};
   }
   return internal("op " + std::to_string(op.id) + ": release of a " + core::to_string(k) + " tensor");
@@ -429,7 +426,7 @@ Status Engine::Impl::op_alloc(const core::Op& op) {
   } else {
     return internal("op " + std::to_string(op.id) + ": alloc of a " + core::to_string(kind_of(op)) + " tensor");
   }
-  issue(op, {}, {}, nullptr);
+  launch(op, {}, {}, nullptr);
   return {};
 }
 

@@ -106,51 +106,69 @@ Status Engine::Impl::op_adam(const core::Op& op) {
   const int64_t step_no = adam_step + 1;
   const DType d = dt;
   const bool on_cpu = g.tier != Tier::gpu;
+  if (on_cpu == (op.kind == OpKind::adam_gpu))
+    return internal("op " + std::to_string(op.id) + ": " + core::to_string(op.kind) + " on a group at home on " +
+                    core::to_string(g.tier));
   const int64_t n = g.elements;
   const StateDtype sd = state_b == 2 ? StateDtype::bf16 : StateDtype::fp32;
   auto snap = g.snapshot;
-  issue(op, reads, writes,
-        [this, prologue, speculative, from_lp, lp_out, master, g32, m, v, n, step_no, d, on_cpu, sd, snap, state_b,
-         keep]() -> Status {
-          Scalars spec;
-          spec.ready = true;
-          spec.multiplier = 1.0f;
-          if (prologue && !pending_grads) return Status{};  // dpu's first step: no gradients yet
-          if (!prologue && !speculative) ZS_TRY(compute_scalars(cur));
-          const Scalars& sc = prologue ? pending : speculative ? spec : cur;
-          if (sc.overflow) return Status{};
-          for (const auto& [r, f] : from_lp) (void)finalize_into(d, f, r->grad_acc, r->part);
+  // The step's scalars for this update, or null when there is nothing to apply (dpu's first step, an overflow).
+  auto scalars = [this, prologue, speculative]() -> Result<const Scalars*> {
+    static const Scalars spec = [] {
+      Scalars s;
+      s.ready = true;
+      s.multiplier = 1.0f;
+      return s;
+    }();
+    if (prologue && !pending_grads) return static_cast<const Scalars*>(nullptr);  // dpu's first step: no gradients
+    if (!prologue && !speculative) ZS_TRY(compute_scalars(cur));
+    const Scalars* sc = prologue ? &pending : speculative ? &spec : &cur;
+    return sc->overflow ? nullptr : sc;
+  };
+  AdamBuffers ab;
+  ab.params = master;
+  ab.grads = g32;
+  ab.grad_dtype = GradDtype::fp32;
+  ab.exp_avg = m;
+  ab.exp_avg_sq = v;
+  ab.state_dtype = sd;
+  ab.n = n;
+  if (!on_cpu) {
+    // GPU Adam: device work. Its launch reads the step's scalars, which the norm (or, at stage 0, the gradients'
+    // norm² shares the device wrote) decides: launched once everything it waits for has run.
+    launch(
+        op, reads, writes,
+        [this, scalars, from_lp, lp_out, ab, g32, step_no, d, keep](void* st) -> Status {
+          auto sc = scalars();
+          if (!sc) return sc.error();
+          if (!*sc) return Status{};
+          for (const auto& [r, f] : from_lp) ZS_TRY(K->to_f32(d, f, r->grad_acc, r->part, nullptr, st));
           // unscale_and_clip_grads: DeepSpeed multiplies even by 1 (a pass the cost model prices); exact then.
-          const float mul = sc.multiplier;
-          auto unscale = [g32, mul](int64_t lo, int64_t hi) {
-            for (int64_t i = lo; i < hi; ++i) g32[i] *= mul;
-          };
-          if (on_cpu)
-            host_parallel(n, unscale);
-          else
-            unscale(0, n);
-          if (snap) {
-            auto* sp = snap->as<unsigned char>();
-            std::memcpy(sp, master, static_cast<size_t>(4 * n));
-            std::memcpy(sp + 4 * n, m, static_cast<size_t>(state_b * n));
-            std::memcpy(sp + (4 + state_b) * n, v, static_cast<size_t>(state_b * n));
-          }
-          AdamBuffers ab;
-          ab.params = master;
-          ab.grads = g32;
-          ab.grad_dtype = GradDtype::fp32;
-          ab.exp_avg = m;
-          ab.exp_avg_sq = v;
-          ab.state_dtype = sd;
-          ab.n = n;
-          adam_update(ab, on_cpu, step_no);
-          for (const auto& [dst, src] : lp_out)
-            dispatch(d, [&](auto tag) {
-              using T = decltype(tag);
-              cast_from_f32<T>(static_cast<T*>(dst), src.first, src.second);
-            });
+          ZS_TRY(K->scale(g32, (*sc)->multiplier, ab.n, st));
+          ZS_TRY(K->adam(step_adam_scalars(step_no), ab, st));
+          for (const auto& [dst, src] : lp_out) ZS_TRY(K->from_f32(d, dst, src.first, src.second, st));
           return Status{};
-        });
+        },
+        {}, /*sync_waits=*/true);
+  } else {
+    issue(op, reads, writes, [this, scalars, ab, g32, step_no, snap, state_b, keep]() -> Status {
+      auto sc = scalars();
+      if (!sc) return sc.error();
+      if (!*sc) return Status{};
+      const float mul = (*sc)->multiplier;
+      host_parallel(ab.n, [g32, mul](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) g32[i] *= mul;
+      });
+      if (snap) {
+        auto* sp = snap->as<unsigned char>();
+        std::memcpy(sp, ab.params, static_cast<size_t>(4 * ab.n));
+        std::memcpy(sp + 4 * ab.n, ab.exp_avg, static_cast<size_t>(state_b * ab.n));
+        std::memcpy(sp + (4 + state_b) * ab.n, ab.exp_avg_sq, static_cast<size_t>(state_b * ab.n));
+      }
+      adam_update(ab, true, step_no);
+      return Status{};
+    });
+  }
   if (g.tier == Tier::nvme && g.slot[3] >= 0) {  // the gradients are consumed
     opt_slots.release(g.slot[3], op_event[op.id]);
     g.slot[3] = -1;
@@ -214,27 +232,24 @@ Status Engine::Impl::op_cast(const core::Op& op) {
 
 Status Engine::Impl::write_lp_from_master(size_t gi) {
   GroupRt& g = groups[gi];
+  std::vector<unsigned char> tmp;
   for (size_t p = g.first; p < g.last; ++p) {
     ParamRt& r = params[p];
-    const float* src = g.master + r.group_offset;
-    Status st;
+    // Cast on the host once, then into every lp home (device or host memory) of the parameter.
+    tmp.resize(static_cast<size_t>(r.part * lp));
     dispatch(dt, [&](auto tag) {
       using T = decltype(tag);
-      auto cast = [&](void* dst) { cast_from_f32<T>(static_cast<T*>(dst), src, r.part); };
-      if (stage < 3) {
-        if (copy_back) cast(bytes_of(copy_back) + r.part_flat * lp);
-        cast(bytes_of(r.lp_full) + r.part_start * lp);
-      } else {
-        if (r.lp_part) cast(r.lp_part);
-        if (r.persistent && world == 1) cast(r.lp_full);
-        if (r.lp_home == Tier::nvme) {
-          std::vector<T> tmp(static_cast<size_t>(r.part));
-          cast_from_f32<T>(tmp.data(), src, r.part);
-          st = swap_out(*par_swapper, r.swap_name, tmp.data(), r.part * lp);
-        }
-      }
+      cast_from_f32<T>(reinterpret_cast<T*>(tmp.data()), g.master + r.group_offset, r.part);
     });
-    ZS_TRY(st);
+    const int64_t bytes = r.part * lp;
+    if (stage < 3) {
+      if (copy_back) ZS_TRY(K->copy_sync(bytes_of(copy_back) + r.part_flat * lp, tmp.data(), bytes));
+      ZS_TRY(K->copy_sync(bytes_of(r.lp_full) + r.part_start * lp, tmp.data(), bytes));
+    } else {
+      if (r.lp_part) ZS_TRY(K->copy_sync(r.lp_part, tmp.data(), bytes));
+      if (r.persistent && world == 1) ZS_TRY(K->copy_sync(r.lp_full, tmp.data(), bytes));
+      if (r.lp_home == Tier::nvme) ZS_TRY(swap_out(*par_swapper, r.swap_name, tmp.data(), bytes));
+    }
   }
   return {};
 }

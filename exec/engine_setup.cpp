@@ -298,6 +298,30 @@ void Engine::Impl::note(const std::string& n) {
 
 Status Engine::Impl::allocate_static() {
   const size_t np = params.size();
+  {  // The host scalars the device writes: norm² shares and token losses (page-locked, outside the Plan).
+    auto nb = dev->allocate_host(static_cast<int64_t>(8 * np), true, "gradient norm partials", scalars_acct);
+    if (!nb) return nb.error();
+    norm_parts = std::move(*nb);
+    for (size_t p = 0; p < np; ++p) {
+      params[p].sumsq = norm_parts.as<double>() + p;
+      *params[p].sumsq = 0;
+    }
+    auto lb = dev->allocate_host(4 * ga * model->tokens(), true, "token losses", scalars_acct);
+    if (!lb) return lb.error();
+    loss_parts = std::move(*lb);
+    auto tb = dev->allocate_host(8 * ga * model->tokens(), true, "token ids", scalars_acct);
+    if (!tb) return tb.error();
+    tokens_host = std::move(*tb);
+    if (dev->info().kind != "host") {  // kernels read token ids from device memory
+      auto td = dev->allocate(tokens_host.bytes(), "token ids");
+      if (!td) return td.error();
+      tokens_dev = std::move(*td);
+      extra("token ids on the device ([GA][2 x tokens] int32)", tokens_dev.bytes());
+    }
+    extra("host scalars the device writes (gradient norm partials 8 B per parameter tensor, token losses 4 B per "
+          "token per micro-step)",
+          norm_parts.bytes() + loss_parts.bytes());
+  }
   const int64_t state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
   auto item = [&](Tier t, const char* key) -> const core::MemoryItem* {
     for (const auto& i : mem.tier(t).items)
@@ -336,7 +360,17 @@ Status Engine::Impl::allocate_static() {
       extra("ZeRO-3 partition padding (ceil(numel/world) per parameter; the memory model counts ceil(P/world))",
             pad_total);
     }
-    auto b = t == Tier::gpu ? alloc_gpu(bytes, key) : alloc_cpu(bytes, it->pinned, key);
+    // A GPU reads and writes some host items directly (the ZeRO-3 lp and gradient partitions, the fp32 master a
+    // GPU-resident partition is cast from): page-locked on a real device even where the ds_config leaves them
+    // pageable (pin_memory false), which DeepSpeed's PyTorch copies tolerate and a kernel does not.
+    bool pinned = it->pinned;
+    if (t == Tier::cpu && !pinned && dev->info().kind != "host" &&
+        (std::string(key) == "lp_params" || std::string(key) == "lp_grads" || std::string(key) == "fp32_master")) {
+      pinned = true;
+      note(std::string("CPU item ") + key + " is page-locked although pin_memory is false: the GPU reads and writes it " +
+           "directly");
+    }
+    auto b = t == Tier::gpu ? alloc_gpu(bytes, key) : alloc_cpu(bytes, pinned, key);
     if (!b) return b.error();
     auto* p = b->as<unsigned char>();
     into[key] = std::move(*b);

@@ -42,10 +42,8 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       if (gpu == acts.end()) return internal(where() + ": no checkpoint to move");
       keep = {*cpu, gpu->second};
       auto src = gpu->second, dst = *cpu;
-      issue(op, {}, {rid(Res::act, L + 2 + l), rid(Res::act, 2 * L + 2 + l)}, [src, dst, bytes, keep]() -> Status {
-        std::memcpy(dst->data(), src->data(), static_cast<size_t>(bytes));
-        return Status{};
-      });
+      launch(op, {}, {rid(Res::act, L + 2 + l), rid(Res::act, 2 * L + 2 + l)},
+             [this, src, dst, bytes, keep](void* st) { return K->copy(dst->data(), src->data(), bytes, st); });
       free_act(L + 2 + l);
       return {};
     }
@@ -55,10 +53,8 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
     if (cpu == acts.end()) return internal(where() + ": no host checkpoint to bring back");
     keep = {*gpu, cpu->second};
     auto src = cpu->second, dst = *gpu;
-    issue(op, {}, {rid(Res::act, L + 2 + l), rid(Res::act, 2 * L + 2 + l)}, [src, dst, bytes, keep]() -> Status {
-      std::memcpy(dst->data(), src->data(), static_cast<size_t>(bytes));
-      return Status{};
-    });
+    launch(op, {}, {rid(Res::act, L + 2 + l), rid(Res::act, 2 * L + 2 + l)},
+           [this, src, dst, bytes, keep](void* st) { return K->copy(dst->data(), src->data(), bytes, st); });
     return {};
   }
 
@@ -117,8 +113,8 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       }
       copies.push_back({bytes_of(r.gathered->data()) + r.part_start * lp, src, r.part * lp});
     }
-    issue(op, reads, writes, [copies, keep]() -> Status {
-      for (const auto& c : copies) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+    launch(op, reads, writes, [this, copies, keep](void* st) -> Status {
+      for (const auto& c : copies) ZS_TRY(K->copy(c.dst, c.src, c.bytes, st));
       return Status{};
     });
     return {};
@@ -151,15 +147,15 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       note(
           "stage 2 CPU offload with GA >= 3: the running gradient sum is copied back to the host inside the "
           "H2D op (the Plan lists no D2H for it)");
-    issue(op, {}, writes, [items, keep, down, add, copy_back_too, d, elsz]() -> Status {
+    launch(op, {}, writes, [this, items, keep, down, add, copy_back_too, d, elsz](void* st) -> Status {
       for (const auto& it : items) {
         if (down) {
-          std::memcpy(it.host, it.bucket, static_cast<size_t>(it.n * elsz));
+          ZS_TRY(K->copy(it.host, it.bucket, it.n * elsz, st));
         } else if (add) {
-          accumulate_lp(d, it.bucket, it.host, it.n, false);
-          if (copy_back_too) std::memcpy(it.host, it.bucket, static_cast<size_t>(it.n * elsz));
+          ZS_TRY(K->accumulate(d, it.bucket, it.host, it.n, false, st));
+          if (copy_back_too) ZS_TRY(K->copy(it.host, it.bucket, it.n * elsz, st));
         } else {
-          std::memcpy(it.bucket, it.host, static_cast<size_t>(it.n * elsz));
+          ZS_TRY(K->copy(it.bucket, it.host, it.n * elsz, st));
         }
       }
       return Status{};
@@ -225,10 +221,10 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       items.push_back({&r, dst, src});
     }
     (void)boundary;
-    issue(
+    launch(
         op, reads, writes,
-        [items, keep, d]() -> Status {
-          for (const auto& it : items) it.r->sumsq = finalize_into(d, it.dst, it.src, it.r->part);
+        [this, items, keep, d](void* st) -> Status {
+          for (const auto& it : items) ZS_TRY(K->to_f32(d, it.dst, it.src, it.r->part, it.r->sumsq, st));
           return Status{};
         },
         waits);
@@ -312,15 +308,12 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       }
       writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
     }
-    issue(op, reads, writes, [items, d, elsz]() -> Status {
+    launch(op, reads, writes, [this, items, d, elsz](void* st) -> Status {
       for (const auto& it : items) {
         if (it.src)
-          std::memcpy(it.dst, it.src, static_cast<size_t>(it.n * elsz));
+          ZS_TRY(K->copy(it.dst, it.src, it.n * elsz, st));
         else
-          dispatch(d, [&](auto tag) {
-            using T = decltype(tag);
-            cast_from_f32<T>(static_cast<T*>(it.dst), it.f32, it.n);
-          });
+          ZS_TRY(K->from_f32(d, it.dst, it.f32, it.n, st));
       }
       return Status{};
     });
@@ -341,12 +334,8 @@ Status Engine::Impl::op_transfer(const core::Op& op) {
       writes.push_back(r.lp_home == Tier::cpu ? rid(Res::lp, static_cast<int64_t>(p)) : rid(Res::copy_back, kReserve));
     }
     reads.push_back(rid(Res::group, static_cast<int64_t>(g0)));
-    issue(op, reads, writes, [items, d]() -> Status {
-      for (const auto& it : items)
-        dispatch(d, [&](auto tag) {
-          using T = decltype(tag);
-          cast_from_f32<T>(static_cast<T*>(it.dst), it.f32, it.n);
-        });
+    launch(op, reads, writes, [this, items, d](void* st) -> Status {
+      for (const auto& it : items) ZS_TRY(K->from_f32(d, it.dst, it.f32, it.n, st));
       return Status{};
     });
     return {};

@@ -18,8 +18,12 @@ struct Event::State {
   bool done = false;
   std::atomic<bool> done_flag{false};  // done, readable without the lock (spinning waiters); set after status
   Status status;
-  // The device's native completion marker (cudaEvent_t on CUDA; owns it), or empty on the host device.
+  // The device's native completion marker (cudaEvent_t on CUDA; owns it), or empty on the host device. Device work
+  // is `done` once it is queued on its stream; `native` then says when it has run: native_ready polls it,
+  // native_sync waits for it (set together with `native`, before finish()).
   std::shared_ptr<void> native;
+  bool (*native_ready)(void* native) = nullptr;
+  Status (*native_sync)(void* native) = nullptr;
   void finish(Status s) {
     {
       std::lock_guard<std::mutex> lk(mu);

@@ -2,6 +2,8 @@
 // on the reference kernels, GPT-2 initialisation, and the plain whole-model reference.
 #include "exec/gpt_model.h"
 
+#include "exec/gpt_model_run.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,9 +12,6 @@ namespace zs::exec {
 namespace {
 
 using core::Result;
-
-constexpr float kNormEps = 1e-5f;
-constexpr float kRopeTheta = 10000.0f;
 
 bool ends_with(const std::string& s, const std::string& x) {
   return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
@@ -164,223 +163,23 @@ HeadActs GptModel::head_view(void* arena) const {
 
 namespace {
 
-// Typed view of one call, so the role switch below reads like the math.
-template <class T>
-struct Impl {
-  const GptModel& g;
-  GptModel::Call& c;
-  const ModuleInfo& mod;
-  int64_t B, T_, N, C, NH, NKV, HD, F, FC, V, q, kv;
-  bool fused, swiglu, rope, layernorm, gpt;
-  WeightLayout layout;
-
-  Impl(const GptModel& model, GptModel::Call& call, const ModuleInfo& m) : g(model), c(call), mod(m) {
-    const auto& s = g.spec();
-    B = g.micro_batch();
-    T_ = g.seq_len();
-    N = B * T_;
-    C = s.hidden;
-    NH = s.heads;
-    NKV = s.kv_heads;
-    HD = s.head_dim > 0 ? s.head_dim : s.hidden / s.heads;
-    F = s.ffn_hidden;
-    swiglu = s.activation == core::Activation::swiglu;
-    FC = swiglu ? 2 * F : F;
-    V = s.vocab;
-    q = NH * HD;
-    kv = NKV * HD;
-    gpt = s.arch == core::Arch::gpt;
-    fused = gpt;
-    rope = s.position == core::Position::rope;
-    layernorm = s.norm == core::Norm::layernorm;
-    layout = gpt ? WeightLayout::in_out : WeightLayout::out_in;
-  }
-
-  const T* P(size_t i) const { return i < c.params.size() ? static_cast<const T*>(c.params[i]) : nullptr; }
-  T* G(size_t i) const { return i < c.grads.size() ? static_cast<T*>(c.grads[i]) : nullptr; }
-  GradWrite W(size_t i) const { return i < c.grad_write.size() ? c.grad_write[i] : GradWrite::overwrite; }
-  const T* bias() const { return mod.params.size() > 1 ? P(1) : nullptr; }
-  T* dbias() const { return mod.params.size() > 1 ? G(1) : nullptr; }
-  static T* t(void* p) { return static_cast<T*>(p); }
-
-  T* qp() const { return t(c.layer.qkv); }
-  T* kp() const { return fused ? qp() + q : qp() + N * q; }
-  T* vp() const { return fused ? qp() + q + kv : kp() + N * kv; }
-  int64_t ldq() const { return fused ? q + 2 * kv : q; }
-  int64_t ldkv() const { return fused ? q + 2 * kv : kv; }
-  // MLP pre-activations: gate and up (SwiGLU) or the single input (GELU).
-  T* gate() const { return t(c.layer.fc); }
-  T* up() const { return swiglu ? (gpt ? gate() + F : gate() + N * F) : t(c.layer.fc); }
-  int64_t mlp_stride() const { return swiglu && gpt ? 2 * F : F; }
-
-  void norm_fwd(T* out, const T* in) const {
-    if (layernorm)
-      layernorm_forward(out, in, P(0), bias(), N, C, kNormEps);
-    else
-      rmsnorm_forward(out, in, P(0), N, C, kNormEps);
-  }
-  void norm_bwd(T* dinp, const T* dout, const T* inp, const T* dres) const {
-    if (layernorm)
-      layernorm_backward(dinp, G(0), dbias(), dout, inp, P(0), dres, N, C, kNormEps, W(0));
-    else
-      rmsnorm_backward(dinp, G(0), dout, inp, P(0), dres, N, C, kNormEps, W(0));
-  }
-  void activation_fwd() const {
-    if (swiglu)
-      swiglu_forward(t(c.layer.act), gate(), up(), N, F, mlp_stride());
-    else
-      gelu_forward(t(c.layer.act), up(), N * F);
-  }
-  // Where a projection parks the gradient of its input until the norm's backward takes it: a slot of the block's
-  // arena that is dead by then (the activation for the MLP input, the attention output for the QKV input), so
-  // dres_out is free to alias dres_in (the engine keeps both inside the arenas); dres_out when the slot is narrow.
-  T* park_mlp() const { return F >= C ? t(c.layer.act) : t(c.dres_out); }
-  T* park_attn() const { return q >= C ? t(c.layer.att) : t(c.dres_out); }
-  void activation_bwd() const {
-    if (swiglu)
-      swiglu_backward(gate(), up(), t(c.layer.act), gate(), up(), N, F, mlp_stride());
-    else
-      gelu_backward(up(), up(), t(c.layer.act), N * F);
-  }
-
-  void forward() {
-    auto& L = c.layer;
-    switch (mod.role) {
-      case ModuleRole::tok_embedding:
-        embedding_forward(t(c.x_out), c.tokens, P(0), N, C);
-        break;
-      case ModuleRole::pos_embedding:
-        position_forward(t(c.x_out), P(0), B, T_, C);
-        break;
-      case ModuleRole::norm1:
-        norm_fwd(t(L.ln1), t(L.x));
-        break;
-      case ModuleRole::norm2:
-        norm_fwd(t(L.ln2), t(L.x2));
-        break;
-      case ModuleRole::final_norm:
-        norm_fwd(t(c.head.xfn), t(c.head.xf));
-        break;
-      case ModuleRole::qkv:
-        matmul_forward(qp(), t(L.ln1), P(0), bias(), N, C, q + 2 * kv, layout);
-        break;
-      case ModuleRole::q:
-        matmul_forward(qp(), t(L.ln1), P(0), bias(), N, C, q, layout);
-        break;
-      case ModuleRole::k:
-        matmul_forward(kp(), t(L.ln1), P(0), bias(), N, C, kv, layout);
-        break;
-      case ModuleRole::v:
-        matmul_forward(vp(), t(L.ln1), P(0), bias(), N, C, kv, layout);
-        break;
-      case ModuleRole::attn_out:
-        if (rope) rope_forward(qp(), kp(), ldq(), ldkv(), B, T_, NH, NKV, HD, kRopeTheta);
-        attention_forward(t(L.att), L.lse, qp(), kp(), vp(), ldq(), ldkv(), B, T_, NH, NKV, HD);
-        matmul_forward(t(L.x2), t(L.att), P(0), bias(), N, q, C, layout);
-        residual_forward(t(L.x2), t(L.x), t(L.x2), N * C);
-        break;
-      case ModuleRole::mlp_gate:
-        matmul_forward(gate(), t(L.ln2), P(0), bias(), N, C, F, layout);
-        break;
-      case ModuleRole::mlp_in:
-        if (fused)
-          matmul_forward(t(L.fc), t(L.ln2), P(0), bias(), N, C, FC, layout);
-        else
-          matmul_forward(up(), t(L.ln2), P(0), bias(), N, C, F, layout);
-        activation_fwd();
-        break;
-      case ModuleRole::mlp_out:
-        if (!c.x_out) break;  // a recompute needs no block output
-        matmul_forward(t(c.x_out), t(L.act), P(0), bias(), N, F, C, layout);
-        residual_forward(t(c.x_out), t(L.x2), t(c.x_out), N * C);
-        break;
-      case ModuleRole::lm_head: {
-        auto& H = c.head;
-        matmul_forward<T>(t(H.logits), t(H.xfn), P(0), nullptr, N, C, V, WeightLayout::out_in);
-        crossentropy_forward(H.losses, H.probs, t(H.logits), c.targets, N, V);
-        double s = 0;
-        for (int64_t n = 0; n < N; ++n) s += H.losses[n];
-        c.loss_sum += s;
-        break;
-      }
-    }
-  }
-
-  void backward() {
-    auto& L = c.layer;
-    switch (mod.role) {
-      case ModuleRole::lm_head: {
-        auto& H = c.head;
-        crossentropy_backward(t(H.logits), H.probs, c.targets, N, V, c.dloss);
-        matmul_backward<T>(t(H.xfn), G(0), nullptr, t(H.logits), t(H.xfn), P(0), N, C, V, WeightLayout::out_in, W(0));
-        break;
-      }
-      case ModuleRole::final_norm:
-        norm_bwd(t(c.dres_out), t(c.head.xfn), t(c.head.xf), nullptr);
-        break;
-      case ModuleRole::mlp_out:
-        matmul_backward(t(L.act), G(0), dbias(), t(c.dres_in), t(L.act), P(0), N, F, C, layout, W(0));
-        break;
-      case ModuleRole::mlp_in:
-        activation_bwd();
-        if (fused)
-          matmul_backward(park_mlp(), G(0), dbias(), t(L.fc), t(L.ln2), P(0), N, C, FC, layout, W(0));
-        else
-          matmul_backward(park_mlp(), G(0), dbias(), up(), t(L.ln2), P(0), N, C, F, layout, W(0));
-        break;
-      case ModuleRole::mlp_gate:  // after up_proj in backward: adds its share of the input gradient
-        matmul_backward(park_mlp(), G(0), dbias(), gate(), t(L.ln2), P(0), N, C, F, layout, W(0), true);
-        break;
-      case ModuleRole::norm2:
-        norm_bwd(t(L.x2), park_mlp(), t(L.x2), t(c.dres_in));
-        break;
-      case ModuleRole::attn_out:
-        matmul_backward(t(L.att), G(0), dbias(), t(L.x2), t(L.att), P(0), N, q, C, layout, W(0));
-        attention_backward(qp(), kp(), vp(), t(L.att), qp(), kp(), vp(), L.lse, ldq(), ldkv(), B, T_, NH, NKV, HD);
-        if (rope) rope_backward(qp(), kp(), ldq(), ldkv(), B, T_, NH, NKV, HD, kRopeTheta);
-        break;
-      case ModuleRole::qkv:
-        matmul_backward(park_attn(), G(0), dbias(), qp(), t(L.ln1), P(0), N, C, q + 2 * kv, layout, W(0));
-        break;
-      case ModuleRole::v:  // backward order v, k, q: v writes the input gradient, k and q add to it
-        matmul_backward(park_attn(), G(0), dbias(), vp(), t(L.ln1), P(0), N, C, kv, layout, W(0));
-        break;
-      case ModuleRole::k:
-        matmul_backward(park_attn(), G(0), dbias(), kp(), t(L.ln1), P(0), N, C, kv, layout, W(0), true);
-        break;
-      case ModuleRole::q:
-        matmul_backward(park_attn(), G(0), dbias(), qp(), t(L.ln1), P(0), N, C, q, layout, W(0), true);
-        break;
-      case ModuleRole::norm1:
-        norm_bwd(t(c.dres_out), park_attn(), t(L.x), t(L.x2));
-        break;
-      case ModuleRole::pos_embedding:
-        position_backward(G(0), t(c.dres_in), B, T_, C, g.spec().max_seq_len, W(0));
-        break;
-      case ModuleRole::tok_embedding:
-        embedding_backward(G(0), t(c.dres_in), c.tokens, N, C, V, W(0));
-        break;
-    }
-  }
-};
-
 }  // namespace
 
 void GptModel::forward(size_t module, Call& c) const {
-  dispatch(dtype_, [&](auto tag) {
-    Impl<decltype(tag)> impl(*this, c, modules_[module]);
-    impl.forward();
-  });
+  RefKernels k;
+  run_module(*this, module, c, false, k);
 }
 
 void GptModel::backward(size_t module, Call& c) const {
-  dispatch(dtype_, [&](auto tag) {
-    Impl<decltype(tag)> impl(*this, c, modules_[module]);
-    impl.backward();
-  });
+  RefKernels k;
+  run_module(*this, module, c, true, k);
 }
 
 void GptModel::init_param(size_t p, void* out, uint64_t seed) const {
+  init_param(p, out, seed, 0, params_[p].numel);
+}
+
+void GptModel::init_param(size_t p, void* out, uint64_t seed, int64_t begin, int64_t end) const {
   const ParamInfo& pi = params_[p];
   const bool is_bias = ends_with(pi.name, ".bias");
   ModuleRole role = ModuleRole::qkv;
@@ -395,7 +194,7 @@ void GptModel::init_param(size_t p, void* out, uint64_t seed) const {
   dispatch(dtype_, [&](auto tag) {
     using T = decltype(tag);
     T* o = static_cast<T*>(out);
-    for (int64_t i = 0; i < pi.numel; ++i) {
+    for (int64_t i = std::max<int64_t>(0, begin); i < std::min(end, pi.numel); ++i) {
       float v = 0.0f;
       if (norm)
         v = is_bias ? 0.0f : 1.0f;

@@ -115,6 +115,8 @@ class GptModel {
     const int32_t* targets = nullptr;  // [N]
     float dloss = 1.0f;                // d(loss)/d(token loss): loss scale / (tokens · GA)
     double loss_sum = 0;               // lm_head forward: Σ token losses (double, token order)
+    float* host_losses = nullptr;      // lm_head forward: the token losses [N] are copied here (page-locked host
+                                       // memory); a device's kernels leave loss_sum to the caller, who sums these
   };
   void forward(size_t module, Call& c) const;
   void backward(size_t module, Call& c) const;
@@ -122,6 +124,8 @@ class GptModel {
   // GPT-2 initialisation, deterministic per (seed, parameter, element) whatever the partitioning: weights
   // N(0, 0.02), output projections N(0, 0.02/√(2L)), biases 0, norm weights 1. Writes params()[p].numel values.
   void init_param(size_t p, void* out, uint64_t seed) const;
+  // The same for elements [begin, end) only (out still points at element 0): ranges may be filled in parallel.
+  void init_param(size_t p, void* out, uint64_t seed, int64_t begin, int64_t end) const;
 
  private:
   GptModel() = default;

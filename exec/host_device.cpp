@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/memory.h"
+#include "exec/device_kernels.h"
 #include "exec/event_state.h"
 #include "exec/host_buffer.h"
 #include "exec/spin.h"
@@ -93,10 +94,24 @@ void Buffer::reset() {
 
 bool Event::done() const {
   if (!s_) return true;
-  return s_->done_flag.load(std::memory_order_acquire);
+  if (!s_->done_flag.load(std::memory_order_acquire)) return false;
+  return !s_->native || !s_->native_ready || s_->native_ready(s_->native.get());
 }
 
 Status Event::wait() const {
+  if (!s_) return {};
+  (void)spin_until([&] { return s_->done_flag.load(std::memory_order_acquire); });
+  Status st;
+  {
+    std::unique_lock<std::mutex> lk(s_->mu);
+    s_->cv.wait(lk, [&] { return s_->done; });
+    st = s_->status;
+  }
+  if (st.ok() && s_->native && s_->native_sync) st = s_->native_sync(s_->native.get());
+  return st;
+}
+
+Status Event::queued() const {
   if (!s_) return {};
   (void)spin_until([&] { return s_->done_flag.load(std::memory_order_acquire); });
   std::unique_lock<std::mutex> lk(s_->mu);
@@ -268,6 +283,19 @@ class HostDevice : public Device {
     return static_cast<HostStream&>(s).push(waits, std::move(work));
   }
 
+  Event launch(Stream& s, const std::vector<Event>& waits, std::function<Status(void*)> work,
+               const LaunchOptions& o) override {
+    return enqueue(s, waits, [work = std::move(work), o]() -> Status {
+      using clk = std::chrono::steady_clock;
+      if (o.start_s) *o.start_s = std::chrono::duration<double>(clk::now() - o.epoch).count();
+      Status st = work ? work(nullptr) : Status{};
+      if (o.end_s) *o.end_s = std::chrono::duration<double>(clk::now() - o.epoch).count();
+      return st;
+    });
+  }
+
+  DeviceKernels& kernels() override { return *kernels_; }
+
   Event copy(Stream& s, const std::vector<Event>& waits, void* dst, const void* src, int64_t bytes, CopyKind) override {
     return enqueue(s, waits, [dst, src, bytes] {
       if (bytes > 0) std::memcpy(dst, src, static_cast<size_t>(bytes));
@@ -298,6 +326,7 @@ class HostDevice : public Device {
  private:
   HostDeviceOptions o_;
   MemoryAccount mem_;
+  std::unique_ptr<DeviceKernels> kernels_ = make_host_kernels();
   std::mutex streams_mu_;
   std::map<std::string, std::unique_ptr<HostStream>> streams_;
   mutable std::mutex warn_mu_;

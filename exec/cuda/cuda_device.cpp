@@ -1,20 +1,27 @@
-// The CUDA device (cuda_device.h). Host work runs in cudaLaunchHostFunc callbacks, which must not call CUDA:
-// a finished task (and the buffers its closure captured, whose deleters do call CUDA) is parked and destroyed
-// on the next call from a user thread, never inside the callback.
+// The CUDA device (cuda_device.h). Each stream is a cudaStreamNonBlocking stream plus a worker thread (as the host
+// device's HostStream): blocking host work — CPU Adam, NVMe swaps, MPI — of different streams runs in parallel, and
+// the issuing thread never waits. Nothing uses the legacy stream, so no allocation or free is a device-wide barrier.
 #include "exec/cuda/cuda_device.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
-#include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "core/memory.h"
 #include "exec/cuda/cuda_check.h"
+#include "exec/cuda/cuda_kernels.h"
+#include "exec/device_kernels.h"
 #include "exec/event_state.h"
+#include "exec/spin.h"
 
 namespace zs::exec {
 
@@ -51,45 +58,312 @@ CudaAvailability cuda_available() {
 
 namespace {
 
-cudaStream_t raw(Stream& s) { return static_cast<cudaStream_t>(s.native_handle()); }
+using clk = std::chrono::steady_clock;
+
+constexpr int64_t kDeviceGrain = 512;   // device blocks are cached by size rounded up to this
+constexpr int64_t kPinnedGrain = 4096;  // pinned blocks: O_DIRECT-ready, as before
+
+size_t round_up(int64_t bytes, int64_t grain) {
+  return static_cast<size_t>((std::max<int64_t>(bytes, 1) + grain - 1) / grain * grain);
+}
+
+// --- completion markers (Event::State::native) -----------------------------------------------------------------
+
+// A failed query counts as ready, so waiters go on and native_sync reports the error.
+bool cuda_event_ready(void* ev) {
+  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(ev));
+  if (e == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return e != cudaErrorNotReady;
+}
+Status cuda_event_sync(void* ev) { return ZS_CUDA_STATUS(cudaEventSynchronize(static_cast<cudaEvent_t>(ev))); }
+
+cudaEvent_t as_event(const std::shared_ptr<void>& p) { return static_cast<cudaEvent_t>(p.get()); }
+
+Result<std::shared_ptr<void>> new_event(bool timing) {
+  cudaEvent_t e = nullptr;
+  ZS_CUDA_TRY(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return std::shared_ptr<void>(static_cast<void*>(e),
+                               [](void* p) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
+}
+
+void set_native(Event::State& st, std::shared_ptr<void> ev) {
+  if (!ev) return;
+  st.native = std::move(ev);
+  st.native_ready = &cuda_event_ready;
+  st.native_sync = &cuda_event_sync;
+}
+
+// --- fenced block cache ----------------------------------------------------------------------------------------
+
+// The last task submitted to each stream when a block was freed: once all have completed, so has every use of the
+// block (the engine frees a buffer after issuing the last work that touches it; a stream's Event completes only
+// after everything queued on that stream before it).
+using Fence = std::vector<std::shared_ptr<Event::State>>;
+bool passed(const Fence& f) {
+  return std::all_of(f.begin(), f.end(), [](const auto& s) { return Event(s).done(); });
+}
+void wait_for(const Fence& f) {
+  for (const auto& s : f) (void)Event(s).wait();  // failed work has still run to its end
+}
+
+struct Block {
+  void* ptr = nullptr;
+  Fence fence;
+};
+
+// Freed blocks of one kind by rounded size. Never waits while holding its lock: a worker thread may be freeing.
+class BlockCache {
+ public:
+  void put(void* p, size_t n, Fence f) {
+    std::lock_guard<std::mutex> lk(mu_);
+    blocks_[n].push_back({p, std::move(f)});
+  }
+  // A block of exactly n bytes whose fence has passed, or nullptr.
+  void* take(size_t n) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = blocks_.find(n);
+    if (it == blocks_.end()) return nullptr;
+    auto& v = it->second;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!passed(v[i].fence)) continue;
+      void* p = v[i].ptr;
+      v[i] = std::move(v.back());
+      v.pop_back();
+      return p;
+    }
+    return nullptr;
+  }
+  std::vector<Block> take_all() {
+    std::lock_guard<std::mutex> lk(mu_);
+    std::vector<Block> all;
+    for (auto& [n, v] : blocks_)
+      for (auto& b : v) all.push_back(std::move(b));
+    blocks_.clear();
+    return all;
+  }
+  // After synchronize(): lets go of the events of fences that have passed.
+  void drop_passed_fences() {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& [n, v] : blocks_)
+      for (auto& b : v)
+        if (passed(b.fence)) b.fence.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<Block>> blocks_;
+};
+
+// --- what the streams report to their device --------------------------------------------------------------------
+
+struct Span {
+  std::shared_ptr<void> start, end;  // timing cudaEvents around the work
+  double* start_s = nullptr;
+  double* end_s = nullptr;
+  clk::time_point epoch;
+};
+
+struct DeviceLog {
+  std::mutex mu;
+  Status first_error;
+  std::vector<Span> spans;  // filled in by synchronize()
+
+  void note(const Status& s) {
+    if (s.ok()) return;
+    std::lock_guard<std::mutex> lk(mu);
+    if (first_error.ok()) first_error = s;
+  }
+  Status take_error() {
+    std::lock_guard<std::mutex> lk(mu);
+    Status s = std::move(first_error);
+    first_error = {};
+    return s;
+  }
+};
+
+// --- streams ---------------------------------------------------------------------------------------------------
 
 class CudaStream : public Stream {
  public:
-  CudaStream(std::string name, cudaStream_t s) : name_(std::move(name)), s_(s) {}
+  CudaStream(std::string name, cudaStream_t cs, int ordinal, DeviceLog& log)
+      : name_(std::move(name)), cs_(cs), ordinal_(ordinal), log_(log) {
+    worker_ = std::thread([this] { loop(); });
+  }
   ~CudaStream() override {
-    if (s_) (void)cudaStreamDestroy(s_);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+    last_event_.reset();
+    (void)cudaStreamDestroy(cs_);
   }
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;
   const std::string& name() const override { return name_; }
-  void* native_handle() const override { return s_; }
+  void* native_handle() const override { return cs_; }
+  cudaStream_t cuda() const { return cs_; }
+
+  struct Task {
+    bool host = false;
+    std::vector<Event> waits;
+    std::function<Status()> host_work;
+    std::function<Status(void*)> device_work;
+    LaunchOptions o;
+    std::shared_ptr<Event::State> done;
+  };
+  Event push(Task t) {
+    t.done = std::make_shared<Event::State>();
+    Event e(t.done);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      last_ = t.done;
+      q_.push_back(std::move(t));
+      ++pending_;
+      queued_.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+    return e;
+  }
+  std::shared_ptr<Event::State> last_submitted() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return last_;
+  }
+  // Blocks until the worker has taken and finished every task.
+  void drain() {
+    std::unique_lock<std::mutex> lk(mu_);
+    idle_cv_.wait(lk, [&] { return pending_ == 0; });
+  }
 
  private:
+  void loop() {
+    (void)cudaSetDevice(ordinal_);  // cannot fail: the device was set up on this ordinal
+    for (;;) {
+      Task t;
+      (void)spin_until([&] { return queued_.load(std::memory_order_acquire) > 0; });
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
+        if (q_.empty()) return;
+        t = std::move(q_.front());
+        q_.pop_front();
+        queued_.fetch_sub(1, std::memory_order_relaxed);
+      }
+      const Status s = t.host ? run_host(t) : run_device(t);
+      // Captured buffers go back to their cache (fenced by this task at the latest) before the Event completes.
+      t.host_work = nullptr;
+      t.device_work = nullptr;
+      t.done->finish(s);
+      log_.note(s);
+      std::lock_guard<std::mutex> lk(mu_);
+      if (--pending_ == 0) idle_cv_.notify_all();
+    }
+  }
+
+  Status run_host(Task& t) {
+    Status s;
+    for (const Event& e : t.waits) {
+      Status w = e.wait();
+      if (!w.ok() && s.ok()) s = w;  // skipped: a dependency failed (its error travels on)
+    }
+    // Even when skipping: a completed Event of this stream means all work queued on it before has run.
+    if (last_event_) {
+      Status g = cuda_event_sync(last_event_.get());
+      if (!g.ok() && s.ok()) s = g;
+    }
+    if (s.ok() && t.host_work) s = t.host_work();
+    return s;
+  }
+
+  Status run_device(Task& t) {
+    for (const Event& e : t.waits) {
+      Status w = t.o.sync_waits ? e.wait() : e.queued();
+      if (w.ok()) w = order_after(e, t.o.sync_waits);
+      if (!w.ok()) {
+        set_native(*t.done, last_event_);  // as in run_host: complete only after the stream's earlier work
+        return w;
+      }
+    }
+    const bool timed = t.o.start_s || t.o.end_s;
+    Status s;
+    std::shared_ptr<void> start;
+    if (timed) {
+      auto e = new_event(true);
+      s = e.ok() ? ZS_CUDA_STATUS(cudaEventRecord(as_event(*e), cs_)) : e.status();
+      if (s.ok()) start = *e;
+    }
+    if (s.ok() && t.device_work) s = t.device_work(cs_);
+    // Recorded even after a failure: whatever `work` queued before failing is covered.
+    auto done_ev = new_event(timed);
+    Status r = done_ev.ok() ? ZS_CUDA_STATUS(cudaEventRecord(as_event(*done_ev), cs_)) : done_ev.status();
+    if (r.ok()) {
+      last_event_ = *done_ev;
+      if (start) {
+        std::lock_guard<std::mutex> lk(log_.mu);
+        log_.spans.push_back({std::move(start), last_event_, t.o.start_s, t.o.end_s, t.o.epoch});
+      }
+    } else if (s.ok()) {
+      s = r;
+    }
+    set_native(*t.done, last_event_);
+    return s;
+  }
+
+  // The GPU side of a wait: this stream waits for the event's cudaEvent (nothing left after a full host wait).
+  Status order_after(const Event& e, bool waited) {
+    const auto& st = e.state();
+    if (waited || !st || !st->native) return {};
+    if (st->native_sync == &cuda_event_sync)
+      return ZS_CUDA_STATUS(cudaStreamWaitEvent(cs_, static_cast<cudaEvent_t>(st->native.get()), 0));
+    return e.wait();  // some other device's marker: wait for it on the host
+  }
+
   std::string name_;
-  cudaStream_t s_ = nullptr;
+  cudaStream_t cs_ = nullptr;
+  int ordinal_ = 0;
+  DeviceLog& log_;
+  std::thread worker_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<Task> q_;
+  int64_t pending_ = 0;
+  std::atomic<int64_t> queued_{0};  // q_.size(), for the worker's spin before it sleeps
+  bool stop_ = false;
+  std::shared_ptr<Event::State> last_;  // the last task pushed (fences)
+  std::shared_ptr<void> last_event_;    // worker thread only: the completion cudaEvent of the last device task
 };
 
-void free_device(void* p, int64_t) { (void)cudaFreeAsync(p, cudaStreamLegacy); }
-void free_pinned(void* p, int64_t) { (void)cudaFreeHost(p); }
-void free_pageable(void* p, int64_t) { std::free(p); }
-
-std::shared_ptr<void> own_event(cudaEvent_t e) {
-  return std::shared_ptr<void>(static_cast<void*>(e),
-                               [](void* p) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
-}
-cudaEvent_t native_event(const Event& e) {
-  return e.state() ? static_cast<cudaEvent_t>(e.state()->native.get()) : nullptr;
-}
+// --- the device ------------------------------------------------------------------------------------------------
 
 class CudaDevice;
 
-// What a host callback needs: the work, what it waited for (their statuses), the Event it completes.
-struct HostTask {
-  CudaDevice* dev = nullptr;
-  std::vector<Event> waits;
-  std::function<Status()> work;  // empty: only propagate the waits' statuses (copies, markers)
-  std::shared_ptr<Event::State> done;
-};
+// Live allocations of every CUDA device, so a Buffer's plain-function deleter finds its device.
+std::mutex& registry_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::unordered_map<void*, CudaDevice*>& registry() {
+  static std::unordered_map<void*, CudaDevice*> m;
+  return m;
+}
+void register_block(void* p, CudaDevice* d) {
+  std::lock_guard<std::mutex> lk(registry_mu());
+  registry()[p] = d;
+}
+CudaDevice* unregister_block(void* p) {
+  std::lock_guard<std::mutex> lk(registry_mu());
+  auto it = registry().find(p);
+  if (it == registry().end()) return nullptr;
+  CudaDevice* d = it->second;
+  registry().erase(it);
+  return d;
+}
+
+void free_device(void* p, int64_t bytes);
+void free_pinned(void* p, int64_t bytes);
+void free_pageable(void* p, int64_t) { std::free(p); }
 
 class CudaDevice : public Device {
  public:
@@ -100,55 +374,101 @@ class CudaDevice : public Device {
         mem_("gpu (cuda)", capacity),
         warnings_(std::move(warnings)) {}
 
+  // The private stream (allocations and the timing anchor), the anchor, the kernels.
+  Status init() {
+    ZS_CUDA_TRY(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+    ZS_CUDA_TRY(cudaEventCreateWithFlags(&anchor_, cudaEventDefault));
+    ZS_TRY(take_anchor());
+    kernels_ = make_cuda_kernels(ordinal_);
+    if (!kernels_)
+      return core::internal_error("cuda device: make_cuda_kernels(" + std::to_string(ordinal_) + ") failed");
+    return {};
+  }
+
   ~CudaDevice() override {
     (void)synchronize();
-    streams_.clear();
-    reap();
-    (void)cudaStreamSynchronize(cudaStreamLegacy);
+    kernels_.reset();
+    std::map<std::string, std::unique_ptr<CudaStream>> streams;
+    {
+      std::lock_guard<std::mutex> lk(streams_mu_);
+      streams.swap(streams_);
+    }
+    streams.clear();  // joins the (idle) workers, destroys the cudaStreams
+    (void)bind();
+    for (Block& b : device_cache_.take_all()) (void)cudaFreeAsync(b.ptr, side_);
+    if (side_) (void)cudaStreamSynchronize(side_);
+    for (Block& b : pinned_cache_.take_all()) (void)cudaFreeHost(b.ptr);
+    {
+      // Buffers that outlive their device (a caller's bug) leak instead of reaching a dead device.
+      std::lock_guard<std::mutex> lk(registry_mu());
+      std::erase_if(registry(), [this](const auto& kv) { return kv.second == this; });
+    }
     // Outstanding allocations keep the pool alive until they are freed (cudaMemPoolDestroy's contract).
     if (pool_) (void)cudaMemPoolDestroy(pool_);
+    if (anchor_) (void)cudaEventDestroy(anchor_);
+    if (side_) (void)cudaStreamDestroy(side_);
   }
 
   DeviceInfo info() const override { return {name_, "cuda", mem_.capacity()}; }
 
   Result<Buffer> allocate(int64_t bytes, const std::string& name) override {
     ZS_TRY(bind());
-    reap();
     ZS_TRY(mem_.reserve(bytes, name));
-    void* p = nullptr;
-    const cudaError_t e =
-        cudaMallocFromPoolAsync(&p, static_cast<size_t>(std::max<int64_t>(bytes, 1)), pool_, cudaStreamLegacy);
-    if (e != cudaSuccess) {
-      mem_.release(bytes, name);
-      (void)cudaGetLastError();  // an allocation failure is not sticky: clear it for later calls
-      return core::Error{core::ErrorKind::io, "cuda device: cudaMallocFromPoolAsync refused " +
-                                                  core::format_bytes(bytes) + " for " + name + " (" +
-                                                  cudaGetErrorString(e) + "; " + core::format_bytes(mem_.in_use()) +
-                                                  " accounted in use)"};
+    const size_t n = round_up(bytes, kDeviceGrain);
+    void* p = device_cache_.take(n);
+    if (!p) {
+      cudaError_t e = pool_alloc(&p, n);
+      if (e == cudaErrorMemoryAllocation) {  // cached blocks of other sizes may hold the memory: give them back
+        (void)cudaGetLastError();
+        trim_device_cache();
+        e = pool_alloc(&p, n);
+      }
+      if (e != cudaSuccess) {
+        mem_.release(bytes, name);
+        (void)cudaGetLastError();  // an allocation failure is not sticky: clear it for later calls
+        return core::Error{core::ErrorKind::io, "cuda device: cudaMallocFromPoolAsync refused " +
+                                                    core::format_bytes(bytes) + " for " + name + " (" +
+                                                    cudaGetErrorString(e) + "; " + core::format_bytes(mem_.in_use()) +
+                                                    " accounted in use)"};
+      }
     }
+    register_block(p, this);
     return Buffer(p, bytes, name, &mem_, &free_device);
   }
 
   Result<Buffer> allocate_host(int64_t bytes, bool pinned, const std::string& name, MemoryAccount& account) override {
-    ZS_TRY(bind());
     ZS_TRY(account.reserve(bytes, name));
-    const size_t n = static_cast<size_t>((std::max<int64_t>(bytes, 1) + 4095) / 4096 * 4096);
-    if (pinned) {
-      void* p = nullptr;
-      const cudaError_t e = cudaHostAlloc(&p, n, cudaHostAllocDefault);
-      if (e == cudaSuccess) return Buffer(p, bytes, name, &account, &free_pinned);
-      account.release(bytes, name);
-      (void)cudaGetLastError();
-      return core::Error{core::ErrorKind::io, "cudaHostAlloc refused " + core::format_bytes(bytes) + " for " + name +
-                                                  " (" + cudaGetErrorString(e) + ")"};
+    const size_t n = round_up(bytes, kPinnedGrain);
+    if (!pinned) {
+      void* p = std::aligned_alloc(kPinnedGrain, n);
+      if (!p) {
+        account.release(bytes, name);
+        return core::Error{core::ErrorKind::io,
+                           "host memory: " + core::format_bytes(bytes) + " for " + name + " refused"};
+      }
+      return Buffer(p, bytes, name, &account, &free_pageable);
     }
-    void* p = std::aligned_alloc(4096, n);
+    void* p = pinned_cache_.take(n);
     if (!p) {
-      account.release(bytes, name);
-      return core::Error{core::ErrorKind::io,
-                         "host memory: " + core::format_bytes(bytes) + " for " + name + " refused"};
+      if (Status b = bind(); !b.ok()) {
+        account.release(bytes, name);
+        return b.error();
+      }
+      cudaError_t e = cudaHostAlloc(&p, n, cudaHostAllocDefault);
+      if (e == cudaErrorMemoryAllocation) {  // cudaFreeHost synchronises the device: only on this failure path
+        (void)cudaGetLastError();
+        for (Block& b : take_passed_all(pinned_cache_)) (void)cudaFreeHost(b.ptr);
+        e = cudaHostAlloc(&p, n, cudaHostAllocDefault);
+      }
+      if (e != cudaSuccess) {
+        account.release(bytes, name);
+        (void)cudaGetLastError();
+        return core::Error{core::ErrorKind::io, "cudaHostAlloc refused " + core::format_bytes(bytes) + " for " + name +
+                                                    " (" + cudaGetErrorString(e) + ")"};
+      }
     }
-    return Buffer(p, bytes, name, &account, &free_pageable);
+    register_block(p, this);
+    return Buffer(p, bytes, name, &account, &free_pinned);
   }
 
   MemoryAccount& memory() override { return mem_; }
@@ -158,130 +478,143 @@ class CudaDevice : public Device {
     if (auto it = streams_.find(name); it != streams_.end()) return static_cast<Stream*>(it->second.get());
     ZS_TRY(bind());
     cudaStream_t cs = nullptr;
-    // Blocking (not cudaStreamNonBlocking): allocation and free on the legacy stream must order against it.
-    ZS_CUDA_TRY(cudaStreamCreateWithFlags(&cs, cudaStreamDefault));
+    ZS_CUDA_TRY(cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking));
     auto& s = streams_[name];
-    s = std::make_unique<CudaStream>(name, cs);
+    s = std::make_unique<CudaStream>(name, cs, ordinal_, log_);
     return static_cast<Stream*>(s.get());
   }
 
   Event enqueue(Stream& s, const std::vector<Event>& waits, std::function<Status()> work) override {
-    return submit(s, waits, std::move(work), nullptr);
+    CudaStream::Task t;
+    t.host = true;
+    t.waits = waits;
+    t.host_work = std::move(work);
+    return static_cast<CudaStream&>(s).push(std::move(t));
   }
 
-  Event copy(Stream& s, const std::vector<Event>& waits, void* dst, const void* src, int64_t bytes,
-             CopyKind kind) override {
-    const cudaMemcpyKind k = kind == CopyKind::h2d   ? cudaMemcpyHostToDevice
-                             : kind == CopyKind::d2h ? cudaMemcpyDeviceToHost
-                             : kind == CopyKind::d2d ? cudaMemcpyDeviceToDevice
-                                                     : cudaMemcpyHostToHost;
-    // The copy goes on the GPU queue now; its Event also carries any failure of what it waited for.
-    return submit(s, waits, nullptr, [=](cudaStream_t cs) -> Status {
+  Event launch(Stream& s, const std::vector<Event>& waits, std::function<Status(void*)> work,
+               const LaunchOptions& o) override {
+    CudaStream::Task t;
+    t.waits = waits;
+    t.device_work = std::move(work);
+    t.o = o;
+    return static_cast<CudaStream&>(s).push(std::move(t));
+  }
+
+  DeviceKernels& kernels() override { return *kernels_; }
+
+  // `kind` is not needed: under unified addressing cudaMemcpyDefault tells the memories apart.
+  Event copy(Stream& s, const std::vector<Event>& waits, void* dst, const void* src, int64_t bytes, CopyKind) override {
+    auto work = [dst, src, bytes](void* st) -> Status {
       if (bytes <= 0) return {};
-      return ZS_CUDA_STATUS(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), k, cs));
-    });
+      return ZS_CUDA_STATUS(
+          cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault, static_cast<cudaStream_t>(st)));
+    };
+    return launch(s, waits, std::move(work), LaunchOptions{});
   }
 
   Status synchronize() override {
-    Status first = bind();
-    std::vector<cudaStream_t> all;
+    log_.note(bind());
+    std::vector<CudaStream*> all;
     {
       std::lock_guard<std::mutex> lk(streams_mu_);
-      for (auto& [n, s] : streams_) all.push_back(raw(*s));
+      for (auto& [n, s] : streams_) all.push_back(s.get());
     }
-    for (cudaStream_t cs : all) {
-      Status e = ZS_CUDA_STATUS(cudaStreamSynchronize(cs));
-      if (!e.ok() && first.ok()) first = e;
-    }
-    Status legacy = ZS_CUDA_STATUS(cudaStreamSynchronize(cudaStreamLegacy));
-    if (!legacy.ok() && first.ok()) first = legacy;
-    {
-      std::lock_guard<std::mutex> lk(task_mu_);
-      if (!first_error_.ok() && first.ok()) first = first_error_;
-      first_error_ = {};
-    }
-    reap();
-    return first;
+    // Issue order makes the waits acyclic: one pass drains everything queued before this call.
+    for (CudaStream* s : all) s->drain();
+    for (CudaStream* s : all) log_.note(ZS_CUDA_STATUS(cudaStreamSynchronize(s->cuda())));
+    fill_spans();
+    log_.note(take_anchor());
+    device_cache_.drop_passed_fences();
+    pinned_cache_.drop_passed_fences();
+    return log_.take_error();
   }
 
   std::vector<std::string> warnings() const override { return warnings_; }
 
-  // The callback side (no CUDA calls in here).
-  void complete(HostTask* t) {
-    Status s;
-    for (const Event& e : t->waits) {
-      Status w = e.wait();  // already complete: the stream waited for its cudaEvent, recorded after its callback
-      if (!w.ok() && s.ok()) s = w;
+  // The deleters' side: the block waits in its cache until the work issued before the free has run.
+  void recycle(void* p, int64_t bytes, bool pinned) {
+    Fence f;
+    {
+      std::lock_guard<std::mutex> lk(streams_mu_);
+      for (auto& [n, s] : streams_)
+        if (auto last = s->last_submitted()) f.push_back(std::move(last));
     }
-    if (s.ok() && t->work) s = t->work();
-    t->done->finish(s);
-    std::lock_guard<std::mutex> lk(task_mu_);
-    if (!s.ok() && first_error_.ok()) first_error_ = s;
-    finished_.emplace_back(t);  // destroyed by reap() on a user thread
+    if (pinned)
+      pinned_cache_.put(p, round_up(bytes, kPinnedGrain), std::move(f));
+    else
+      device_cache_.put(p, round_up(bytes, kDeviceGrain), std::move(f));
   }
 
  private:
   Status bind() const { return ZS_CUDA_STATUS(cudaSetDevice(ordinal_)); }
 
-  // Destroys finished tasks (and what their closures captured) outside the callback.
-  void reap() {
-    std::vector<std::unique_ptr<HostTask>> dead;
-    {
-      std::lock_guard<std::mutex> lk(task_mu_);
-      dead.swap(finished_);
-    }
+  // The private stream does nothing else, so the synchronisation returns as soon as the pool has answered.
+  cudaError_t pool_alloc(void** p, size_t n) {
+    cudaError_t e = cudaMallocFromPoolAsync(p, n, pool_, side_);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(side_);
+    return e;
   }
 
-  // waits → [gpu_op] → host callback (work, statuses) → cudaEvent record.
-  Event submit(Stream& s, const std::vector<Event>& waits, std::function<Status()> work,
-               const std::function<Status(cudaStream_t)>& gpu_op) {
-    auto state = std::make_shared<Event::State>();
-    auto fail = [&](Status st) {
-      state->finish(st);
-      std::lock_guard<std::mutex> lk(task_mu_);
-      if (first_error_.ok()) first_error_ = st;
-      return Event(state);
-    };
-    if (Status b = bind(); !b.ok()) return fail(b);
-    reap();
-    const cudaStream_t cs = raw(s);
-    for (const Event& e : waits) {
-      if (cudaEvent_t ev = native_event(e)) {
-        if (Status w = ZS_CUDA_STATUS(cudaStreamWaitEvent(cs, ev, 0)); !w.ok()) return fail(w);
-      } else if (!e.done()) {
-        (void)e.wait();  // an Event of no CUDA stream (another device): wait on the host; status checked below
-      }
+  // Every cached block, once its fence has passed (waited for outside the cache's lock).
+  static std::vector<Block> take_passed_all(BlockCache& c) {
+    std::vector<Block> all = c.take_all();
+    for (const Block& b : all) wait_for(b.fence);
+    return all;
+  }
+  void trim_device_cache() {
+    for (Block& b : take_passed_all(device_cache_)) (void)cudaFreeAsync(b.ptr, side_);
+    (void)cudaStreamSynchronize(side_);
+  }
+
+  // The anchor pairs a GPU timestamp with the host clock: recorded on the idle private stream and waited for.
+  Status take_anchor() {
+    ZS_CUDA_TRY(cudaEventRecord(anchor_, side_));
+    ZS_CUDA_TRY(cudaEventSynchronize(anchor_));
+    anchor_host_ = clk::now();
+    return {};
+  }
+  // Seconds since each span's epoch: (anchor − epoch) on the host clock + (event − anchor) on the GPU's.
+  void fill_spans() {
+    std::vector<Span> spans;
+    {
+      std::lock_guard<std::mutex> lk(log_.mu);
+      spans.swap(log_.spans);
     }
-    if (gpu_op)
-      if (Status g = gpu_op(cs); !g.ok()) return fail(g);
-    auto task = std::make_unique<HostTask>(HostTask{this, waits, std::move(work), state});
-    const cudaError_t e = cudaLaunchHostFunc(
-        cs,
-        [](void* p) {
-          auto* t = static_cast<HostTask*>(p);
-          t->dev->complete(t);
-        },
-        task.get());
-    if (e != cudaSuccess) return fail(cuda_error(e, "cudaLaunchHostFunc", __FILE__, __LINE__));
-    task.release();  // owned by the callback until complete() parks it
-    cudaEvent_t ev = nullptr;
-    if (Status c = ZS_CUDA_STATUS(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming)); !c.ok()) return Event(state);
-    state->native = own_event(ev);
-    if (Status r = ZS_CUDA_STATUS(cudaEventRecord(ev, cs)); !r.ok()) state->native.reset();
-    return Event(state);
+    for (const Span& sp : spans) {
+      float start_ms = 0, end_ms = 0;
+      if (cudaEventElapsedTime(&start_ms, anchor_, as_event(sp.start)) != cudaSuccess ||
+          cudaEventElapsedTime(&end_ms, anchor_, as_event(sp.end)) != cudaSuccess) {
+        (void)cudaGetLastError();  // the work failed; its error is reported already
+        continue;
+      }
+      const double base_s = std::chrono::duration<double>(anchor_host_ - sp.epoch).count();
+      if (sp.start_s) *sp.start_s = base_s + start_ms / 1e3;
+      if (sp.end_s) *sp.end_s = base_s + end_ms / 1e3;
+    }
   }
 
   int ordinal_ = 0;
   cudaMemPool_t pool_ = nullptr;
+  cudaStream_t side_ = nullptr;  // private: allocations, frees and the anchor
+  cudaEvent_t anchor_ = nullptr;
+  clk::time_point anchor_host_;
   std::string name_;
   MemoryAccount mem_;
   std::vector<std::string> warnings_;
+  DeviceLog log_;
+  BlockCache device_cache_, pinned_cache_;
+  std::unique_ptr<DeviceKernels> kernels_;
   std::mutex streams_mu_;
   std::map<std::string, std::unique_ptr<CudaStream>> streams_;
-  std::mutex task_mu_;
-  Status first_error_;
-  std::vector<std::unique_ptr<HostTask>> finished_;
 };
+
+void free_device(void* p, int64_t bytes) {
+  if (CudaDevice* d = unregister_block(p)) d->recycle(p, bytes, false);
+}
+void free_pinned(void* p, int64_t bytes) {
+  if (CudaDevice* d = unregister_block(p)) d->recycle(p, bytes, true);
+}
 
 }  // namespace
 
@@ -317,8 +650,9 @@ Result<std::unique_ptr<Device>> make_cuda_device(const CudaDeviceOptions& o) {
     (void)cudaMemPoolDestroy(pool);
     return cuda_error(cudaGetLastError(), "cudaMemPoolSetAttribute", __FILE__, __LINE__);
   }
-  return std::unique_ptr<Device>(
-      std::make_unique<CudaDevice>(o.device, pool, capacity, prop.name, std::move(warnings)));
+  auto dev = std::make_unique<CudaDevice>(o.device, pool, capacity, prop.name, std::move(warnings));
+  ZS_TRY(dev->init());  // on failure the destructor releases what init() made, the pool included
+  return std::unique_ptr<Device>(std::move(dev));
 }
 
 }  // namespace zs::exec

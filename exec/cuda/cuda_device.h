@@ -1,10 +1,10 @@
-// The CUDA device: exec::Device (device.h) on one GPU — stream-ordered allocation from its own memory pool with
-// the same MemoryAccount capacity accounting as the host device, named cudaStream_t streams, cudaEvent_t events,
-// cudaMemcpyAsync copies, host work through cudaLaunchHostFunc, cudaHostAlloc'd pinned buffers.
+// The CUDA device: exec::Device (device.h) on one GPU — named cudaStreamNonBlocking streams, each with a host worker
+// thread that issues its work in order; cudaEvent_t completion markers; a caching allocator over the device's own
+// memory pool, with the same MemoryAccount capacity accounting as the host device; cudaHostAlloc'd pinned buffers.
 //   if (auto a = cuda_available(); !a.usable) return skip(a.reason);
 //   auto dev = make_cuda_device({.memory_bytes = hw.gpu.memory_bytes()});   // Result<std::unique_ptr<Device>>
 //   Stream* s = *(*dev)->stream("compute");
-//   gpu::gelu_forward(out, inp, n, static_cast<cudaStream_t>(s->native_handle()));   // kernels.cuh
+//   Event e = (*dev)->launch(*s, {}, [&](void* st) { return (*dev)->kernels().zero(p, n, st); });
 #pragma once
 
 #include <memory>
@@ -29,12 +29,18 @@ struct CudaDeviceOptions {
                              // Never more than free: a larger profile is clamped, with a warning.
 };
 
-// Host work (enqueue) runs on CUDA's callback thread: it must not call CUDA, and must not block on another Event
-// (callbacks may share one thread). Its Status, and the first failure of anything it waited for, end up in its
-// Event and in the next synchronize().
-// Allocations are ordered on the legacy default stream (cudaMallocFromPoolAsync / cudaFreeAsync): the device's
-// streams are blocking streams, so a buffer is usable on every stream once allocate() returns and is reused only
-// after all work queued before its release. Buffers must not outlive their device.
+// What runs where. Every call returns at once; the stream's worker thread takes its tasks in order:
+// - enqueue (host work): the worker waits for the waits completely (GPU part included), then for the device work
+//   queued on the same stream before, then runs `work` — which must not call CUDA (it may block: swaps, MPI).
+// - launch / copy (device work): the worker waits for the waits' host parts (Event::queued(); completely with
+//   LaunchOptions::sync_waits), makes the cudaStream_t wait for their cudaEvents, calls `work(stream)` to queue
+//   the kernels, and records the completion cudaEvent; the Event is complete when the GPU has passed it.
+// A failed wait skips the work; failures end up in the Event and in the next synchronize(). Timed launches
+// (LaunchOptions::start_s / end_s) are written by synchronize(), from events against a host-clock anchor.
+// Memory: freed blocks go to an exact-size cache (device blocks rounded to 512 B, pinned to 4 KiB) with a fence —
+// the last task submitted to each stream when it was freed — and are reused once the fence has passed, never
+// through the legacy stream; cached memory is returned to the driver only when an allocation would fail, or by the
+// destructor. Buffers must not outlive their device.
 Result<std::unique_ptr<Device>> make_cuda_device(const CudaDeviceOptions& o);
 
 }  // namespace zs::exec

@@ -7,8 +7,10 @@
 
 #include <cublasLt.h>
 
+#include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/kernels.cuh"
@@ -86,6 +88,7 @@ CublasLtGemm& CublasLtGemm::operator=(CublasLtGemm&& o) noexcept {
     handle_ = o.handle_;
     workspace_ = o.workspace_;
     workspace_bytes_ = o.workspace_bytes_;
+    algos_ = std::move(o.algos_);
     o.handle_ = nullptr;
     o.workspace_ = nullptr;
     o.workspace_bytes_ = 0;
@@ -95,13 +98,16 @@ CublasLtGemm& CublasLtGemm::operator=(CublasLtGemm&& o) noexcept {
 
 core::Status CublasLtGemm::gemm(const Call& c, cudaStream_t s) {
   if (!handle_) return core::internal_error("CublasLtGemm used before create()");
-  if (c.m <= 0 || c.n <= 0) return {};
+  if (c.m <= 0 || c.n <= 0 || c.batch <= 0) return {};
   const auto t = static_cast<cudaDataType_t>(c.dtype);
+  const auto td = c.d_dtype >= 0 ? static_cast<cudaDataType_t>(c.d_dtype) : t;
   if (c.k <= 0) {  // an empty sum (no rows): D = beta·D, i.e. zero when overwriting; bias only matters with rows
     if (c.beta != 0.0f) return {};
-    const size_t esize = t == CUDA_R_32F ? 4 : 2;
-    ZS_CUDA_TRY(cudaMemset2DAsync(c.d, static_cast<size_t>(c.ldd) * esize, 0, static_cast<size_t>(c.m) * esize,
-                                  static_cast<size_t>(c.n), s));
+    const size_t esize = td == CUDA_R_32F ? 4 : 2;
+    for (int i = 0; i < c.batch; ++i)
+      ZS_CUDA_TRY(cudaMemset2DAsync(static_cast<char*>(c.d) + static_cast<size_t>(i * c.stride_d) * esize,
+                                    static_cast<size_t>(c.ldd) * esize, 0, static_cast<size_t>(c.m) * esize,
+                                    static_cast<size_t>(c.n), s));
     return {};
   }
   Descs ds;
@@ -114,7 +120,7 @@ core::Status CublasLtGemm::gemm(const Call& c, cudaStream_t s) {
     const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
     ZS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     ZS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c.bias, sizeof c.bias));
-    ZS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof t));
+    ZS_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(ds.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &td, sizeof td));
   }
   // Stored shapes: op(A) is m×k, op(B) is k×n.
   const uint64_t a_rows = static_cast<uint64_t>(c.trans_a ? c.k : c.m),
@@ -123,31 +129,56 @@ core::Status CublasLtGemm::gemm(const Call& c, cudaStream_t s) {
                  b_cols = static_cast<uint64_t>(c.trans_b ? c.k : c.n);
   ZS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&ds.a, t, a_rows, a_cols, c.lda));
   ZS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&ds.b, t, b_rows, b_cols, c.ldb));
-  ZS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&ds.d, t, static_cast<uint64_t>(c.m), static_cast<uint64_t>(c.n), c.ldd));
-  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&ds.pref));
-  const uint64_t ws = static_cast<uint64_t>(workspace_bytes_);
-  ZS_CUBLAS_TRY(
-      cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  ZS_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&ds.d, td, static_cast<uint64_t>(c.m), static_cast<uint64_t>(c.n), c.ldd));
+  if (c.batch > 1) {
+    const int32_t count = c.batch;
+    for (auto [l, stride] : {std::pair{ds.a, c.stride_a}, std::pair{ds.b, c.stride_b}, std::pair{ds.d, c.stride_d}}) {
+      const int64_t st = stride;
+      ZS_CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+      ZS_CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st, sizeof st));
+    }
+  }
   // The heuristic assumes 256-byte-aligned pointers unless told: tensors inside flat buffers often are not.
   const uint32_t align_a = alignment_of(c.a), align_b = alignment_of(c.b), align_d = alignment_of(c.d);
-  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
-                                                     sizeof align_a));
-  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
-                                                     sizeof align_b));
-  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d,
-                                                     sizeof align_d));
-  ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
-                                                     sizeof align_d));
-  cublasLtMatmulHeuristicResult_t best{};
-  int found = 0;
   auto lt = static_cast<cublasLtHandle_t>(handle_);
-  ZS_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(lt, ds.op, ds.a, ds.b, ds.d, ds.d, ds.pref, 1, &best, &found));
-  if (found == 0)
-    return core::Error{core::ErrorKind::unsupported, "cuBLASLt has no algorithm for a " + std::to_string(c.m) + "x" +
-                                                         std::to_string(c.n) + "x" + std::to_string(c.k) +
-                                                         " GEMM of this type and layout"};
-  const float alpha = 1.0f;
-  ZS_CUBLAS_TRY(cublasLtMatmul(lt, ds.op, &alpha, c.a, ds.a, c.b, ds.b, &c.beta, c.d, ds.d, c.d, ds.d, &best.algo,
+  const std::string key = std::to_string(c.dtype) + "," + std::to_string(td) + "," + std::to_string(c.trans_a) +
+                          std::to_string(c.trans_b) + "," + std::to_string(c.m) + "," + std::to_string(c.n) + "," +
+                          std::to_string(c.k) + "," + std::to_string(c.lda) + "," + std::to_string(c.ldb) + "," +
+                          std::to_string(c.ldd) + "," + std::to_string(c.batch) + "," + std::to_string(c.stride_a) +
+                          "," + std::to_string(c.stride_b) + "," + std::to_string(c.stride_d) + "," +
+                          std::to_string(c.bias != nullptr) + "," + std::to_string(align_a) + "," +
+                          std::to_string(align_b) + "," + std::to_string(align_d);
+  if (!algos_) algos_ = std::make_shared<std::map<std::string, std::array<uint64_t, 8>>>();
+  cublasLtMatmulAlgo_t algo{};
+  static_assert(sizeof(algo) == sizeof(std::array<uint64_t, 8>));
+  if (auto it = algos_->find(key); it != algos_->end()) {
+    std::memcpy(&algo, it->second.data(), sizeof algo);
+  } else {
+    ZS_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&ds.pref));
+    const uint64_t ws = static_cast<uint64_t>(workspace_bytes_);
+    ZS_CUBLAS_TRY(
+        cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
+                                                       sizeof align_a));
+    ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
+                                                       sizeof align_b));
+    ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d,
+                                                       sizeof align_d));
+    ZS_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
+                                                       sizeof align_d));
+    cublasLtMatmulHeuristicResult_t best{};
+    int found = 0;
+    ZS_CUBLAS_TRY(cublasLtMatmulAlgoGetHeuristic(lt, ds.op, ds.a, ds.b, ds.d, ds.d, ds.pref, 1, &best, &found));
+    if (found == 0)
+      return core::Error{core::ErrorKind::unsupported, "cuBLASLt has no algorithm for a " + std::to_string(c.m) +
+                                                           "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+                                                           " GEMM of this type and layout"};
+    algo = best.algo;
+    std::array<uint64_t, 8> raw{};
+    std::memcpy(raw.data(), &algo, sizeof algo);
+    (*algos_)[key] = raw;
+  }
+  ZS_CUBLAS_TRY(cublasLtMatmul(lt, ds.op, &c.alpha, c.a, ds.a, c.b, ds.b, &c.beta, c.d, ds.d, c.d, ds.d, &algo,
                                workspace_, workspace_bytes_, s));
   return {};
 }

@@ -10,7 +10,11 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
 
 #include "core/status.h"
 #include "exec/kernels_ref.h"
@@ -39,9 +43,11 @@ class CublasLtGemm {
                                int64_t IN, int64_t OUT, WeightLayout layout, GradWrite w, bool accumulate_dinp,
                                cudaStream_t s);
 
-  // One column-major GEMM D = op(A)·op(B) + beta·D (D: m×n, ld ldd) with an optional bias[m] epilogue.
+  // One column-major GEMM D = alpha·op(A)·op(B) + beta·D (D: m×n, ld ldd) with an optional bias[m] epilogue; or
+  // `batch` of them, item i at a + i·stride_a, b + i·stride_b, d + i·stride_d (elements).
   struct Call {
-    int dtype = 0;  // cudaDataType_t of A, B, D
+    int dtype = 0;     // cudaDataType_t of A, B (and D)
+    int d_dtype = -1;  // of D when it differs (fp32 scores from 16-bit operands), else -1
     bool trans_a = false, trans_b = false;
     int64_t m = 0, n = 0, k = 0;
     const void* a = nullptr;
@@ -50,8 +56,10 @@ class CublasLtGemm {
     int64_t ldb = 0;
     void* d = nullptr;
     int64_t ldd = 0;
-    float beta = 0;
+    float alpha = 1, beta = 0;
     const void* bias = nullptr;
+    int batch = 1;
+    int64_t stride_a = 0, stride_b = 0, stride_d = 0;
   };
   core::Status gemm(const Call& c, cudaStream_t s);
 
@@ -60,6 +68,8 @@ class CublasLtGemm {
   void* handle_ = nullptr;  // cublasLtHandle_t
   void* workspace_ = nullptr;
   int64_t workspace_bytes_ = 0;
+  // The heuristic's algorithm per GEMM shape (a step issues the same few hundred shapes again and again).
+  std::shared_ptr<std::map<std::string, std::array<uint64_t, 8>>> algos_;
 };
 
 }  // namespace zs::exec

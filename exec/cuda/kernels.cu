@@ -301,6 +301,9 @@ template <class T>
 __global__ void cast_from_f32_kernel(T* out, const float* in, int64_t n) {
   ZS_GRID_STRIDE(i, n) out[i] = from_f<T>(in[i]);
 }
+__global__ void scale_f32_kernel(float* x, float mul, int64_t n) {
+  ZS_GRID_STRIDE(i, n) x[i] = __fmul_rn(x[i], mul);
+}
 
 // --- Adam -----------------------------------------------------------------------------------------------------------
 // adam_update_element (exec/cpu_adam.h) with explicit roundings: __fmul_rn is never contracted into an FMA, so
@@ -496,7 +499,8 @@ cudaError_t crossentropy_backward(T* dlogits, const float* probs, const int32_t*
 template <class T>
 cudaError_t grad_accumulate(T* dst, const T* src, int64_t n, bool overwrite, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
-  if (overwrite) return cudaMemcpyAsync(dst, src, sizeof(T) * static_cast<size_t>(n), cudaMemcpyDeviceToDevice, s);
+  // cudaMemcpyDefault: src may be page-locked host memory (a gradient partition offloaded to the CPU).
+  if (overwrite) return cudaMemcpyAsync(dst, src, sizeof(T) * static_cast<size_t>(n), cudaMemcpyDefault, s);
   accumulate_rounded_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(dst, src, n);
   return launched();
 }
@@ -512,6 +516,12 @@ template <class T>
 cudaError_t cast_from_f32(T* out, const float* in, int64_t n, cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   cast_from_f32_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(out, in, n);
+  return launched();
+}
+
+cudaError_t scale_f32(float* x, float mul, int64_t n, cudaStream_t s) {
+  if (n <= 0) return cudaSuccess;
+  scale_f32_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, mul, n);
   return launched();
 }
 

@@ -97,6 +97,29 @@ template <class T>
 cudaError_t cast_to_f32_sumsq(float* out, const T* in, int64_t n, double* sumsq, cudaStream_t s);
 template <class T>
 cudaError_t cast_from_f32(T* out, const float* in, int64_t n, cudaStream_t s);
+// x *= mul, one IEEE rounding per element (the host's x[i] *= mul: bit-identical).
+cudaError_t scale_f32(float* x, float mul, int64_t n, cudaStream_t s);
+
+// --- attention through GEMMs (attention_gemm.h): the element-wise pieces (kernels_attention_gemm.cu) ----------
+// Rows [N, ld] (head h at column h·HD) ↔ head-major [B][H][T][HD]; scatter rounds src (float or T) to T.
+template <class T>
+cudaError_t gather_heads(T* dst, const T* src, int64_t ld, int64_t B, int64_t T_, int64_t H, int64_t HD,
+                         cudaStream_t s);
+template <class T, class S>
+cudaError_t scatter_heads(T* dst, const S* src, int64_t ld, int64_t B, int64_t T_, int64_t H, int64_t HD,
+                          cudaStream_t s);
+// `items` score blocks [T][T] fp32 (row i a query, column j a key, already scaled by 1/√HD): p = causal softmax of
+// each row (keys j ≤ i; 0 above), lse[item · lse_stride + i] its log-sum-exp.
+template <class T>
+cudaError_t causal_softmax_rows(T* p, const float* scores, float* lse, int64_t items, int64_t T_, int64_t lse_stride,
+                                cudaStream_t s);
+// Backward's recompute: scores ← exp(scores − lse) in place (fp32, 0 above the diagonal), pt = the same rounded to T.
+template <class T>
+cudaError_t causal_probs_from_lse(float* scores, T* pt, const float* lse, int64_t items, int64_t T_, int64_t lse_stride,
+                                  cudaStream_t s);
+// ds = p ⊙ (dp − Σ_j p·dp) per row, rounded to T (the softmax gradient; dp = dO·Vᵀ).
+template <class T>
+cudaError_t softmax_grad_rows(T* ds, const float* p, const float* dp, int64_t items, int64_t T_, cudaStream_t s);
 
 // --- scratch the kernels above take from the stream's pool (for a memory ledger; the kernels size it so) -------
 inline int64_t norm_backward_scratch_bytes(int64_t N, int64_t C) {

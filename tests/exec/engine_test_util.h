@@ -38,6 +38,7 @@ struct Variant {
   int64_t sub_group_size = 40000;      // stage 3: several optimizer groups for the tiny model
   int64_t reduce_bucket_size = 20000;  // several buckets for the tiny model
   int64_t param_buffer_size = 65536;   // offload_param.buffer_size (elements)
+  int64_t persistence_threshold = 0;   // stage3_param_persistence_threshold: 0 fetches every parameter
 };
 
 inline std::string ds_config(const Variant& v) {
@@ -45,7 +46,8 @@ inline std::string ds_config(const Variant& v) {
       "\"stage\": " + std::to_string(v.stage) + ", \"reduce_bucket_size\": " + std::to_string(v.reduce_bucket_size);
   if (v.stage >= 1 && v.stage <= 2) z += ", \"allgather_bucket_size\": 20000";
   if (v.stage == 3)
-    z += ", \"stage3_param_persistence_threshold\": 0, \"stage3_prefetch_bucket_size\": 20000, "
+    z += ", \"stage3_param_persistence_threshold\": " + std::to_string(v.persistence_threshold) +
+         ", \"stage3_prefetch_bucket_size\": 20000, "
          "\"stage3_max_live_parameters\": 60000, \"sub_group_size\": " +
          std::to_string(v.sub_group_size);
   if (v.opt != "none")
@@ -243,9 +245,11 @@ struct Run {
   std::unique_ptr<Engine> engine;
 };
 
-inline core::Result<Run> make_engine(const Inputs& in, core::Schedule sched = core::Schedule::deepspeed) {
+// On the host device, or on `dev` when given (the CUDA tests pass a GPU).
+inline core::Result<Run> make_engine(const Inputs& in, core::Schedule sched = core::Schedule::deepspeed,
+                                     std::unique_ptr<Device> dev = nullptr) {
   Run r;
-  r.dev = make_host_device({.memory_bytes = in.hw.gpu.memory_bytes()});
+  r.dev = dev ? std::move(dev) : make_host_device({.memory_bytes = in.hw.gpu.memory_bytes()});
   r.comm = make_single_rank_communicator();
   EngineOptions o;
   o.schedule = sched;

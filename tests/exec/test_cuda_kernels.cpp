@@ -3,6 +3,8 @@
 // T = 70 over 16-row query and 8-row key tiles; norms: C not a multiple of the block).
 #include <cstring>
 
+#include "exec/cuda/attention_gemm.h"
+#include "exec/cuda/gemm.h"
 #include "exec/cuda/kernels.cuh"
 #include "exec/kernels_ref.h"
 #include "tests/exec/cuda_test_util.h"
@@ -155,6 +157,50 @@ TEMPLATE_TEST_CASE("gpu rope and causal GQA attention match the reference", "[.g
     d_qkv.upload(g);
     cuda_ok(gpu::rope_backward<T>(dq, dq + NH * HD, ld, ld, B, T_, NH, NKV, HD, 10000.0f, nullptr));
     expect_close(d_qkv.download(), rg, tolerance<T>(50), "rope backward");
+  }
+}
+
+TEMPLATE_TEST_CASE("attention through GEMMs matches the reference (GQA and MHA, in place, chunked)",
+                   "[.gpu][cuda][kernels]", ZS_GPU_TYPES) {
+  using T = TestType;
+  require_gpu();
+  auto g = CublasLtGemm::create();
+  REQUIRE(g.ok());
+  std::mt19937 rng(41);
+  struct Shape {
+    int64_t HD, NH, NKV, chunk_bytes;
+  };
+  const int64_t B = 2, T_ = 70, N = B * T_;
+  // chunk_bytes 1: one (sequence, kv head) at a time; 0: the default (everything in one chunk here).
+  for (const Shape sh : {Shape{32, 4, 2, 0}, Shape{128, 4, 2, 1}, Shape{64, 4, 4, 1}, Shape{80, 6, 2, 0}}) {
+    const int64_t HD = sh.HD, NH = sh.NH, NKV = sh.NKV;
+    const int64_t chunk = sh.chunk_bytes > 0 ? sh.chunk_bytes : kAttentionChunkBytes;
+    const int64_t ld = (NH + 2 * NKV) * HD;
+    INFO("HD " << HD << ", heads " << NH << "/" << NKV << ", chunk bytes " << chunk);
+    auto qkv = random_vec<T>(N * ld, rng);
+    auto dout = random_vec<T>(N * NH * HD, rng);
+    DevBuf<T> d_qkv(qkv), d_out(N * NH * HD), d_dout(dout);
+    DevBuf<float> d_lse(B * NH * T_);
+    const T* q = qkv.data();
+    std::vector<T> out(N * NH * HD);
+    std::vector<float> lse(B * NH * T_);
+    attention_forward<T>(out.data(), lse.data(), q, q + NH * HD, q + (NH + NKV) * HD, ld, ld, B, T_, NH, NKV, HD);
+    T* dq = d_qkv.get();
+    REQUIRE(attention_forward_gemm<T>(*g, d_out.get(), d_lse.get(), dq, dq + NH * HD, dq + (NH + NKV) * HD, ld, ld, B,
+                                      T_, NH, NKV, HD, nullptr, chunk)
+                .ok());
+    cuda_ok(cudaDeviceSynchronize());
+    expect_close(d_out.download(), out, tolerance<T>(10), "attention out");
+    expect_close(d_lse.download(), lse, tolerance<float>(10), "attention lse");
+    d_lse.upload(lse);
+    std::vector<T> gr = qkv;  // in place, as the engine calls it
+    attention_backward<T>(gr.data(), gr.data() + NH * HD, gr.data() + (NH + NKV) * HD, dout.data(), gr.data(),
+                          gr.data() + NH * HD, gr.data() + (NH + NKV) * HD, lse.data(), ld, ld, B, T_, NH, NKV, HD);
+    REQUIRE(attention_backward_gemm<T>(*g, dq, dq + NH * HD, dq + (NH + NKV) * HD, d_dout.get(), dq, dq + NH * HD,
+                                       dq + (NH + NKV) * HD, d_lse.get(), ld, ld, B, T_, NH, NKV, HD, nullptr, chunk)
+                .ok());
+    cuda_ok(cudaDeviceSynchronize());
+    expect_close(d_qkv.download(), gr, tolerance<T>(10), "attention dq|dk|dv");
   }
 }
 

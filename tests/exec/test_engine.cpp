@@ -67,8 +67,11 @@ TEST_CASE("every stage and offload placement gives the reference's losses, bit f
     for (const char* o : {"none", "cpu", "nvme"}) add(st, o, "none");  // nvme: DeepSpeed treats it as cpu at 1-2
   for (const char* o : {"none", "cpu", "nvme"})
     for (const char* p : {"none", "cpu", "nvme"}) add(3, o, p);
+  add(3, "nvme", "nvme");  // persistent parameters (biases, norms ≤ 1000 elements): whole on the GPU, all-gathered
+  vs.back().persistence_threshold = 1000;  // from their partitions after the step
   for (const auto& v : vs) {
-    INFO("stage " << v.stage << ", offload_optimizer " << v.opt << ", offload_param " << v.par);
+    INFO("stage " << v.stage << ", offload_optimizer " << v.opt << ", offload_param " << v.par
+                  << ", persistence threshold " << v.persistence_threshold);
     std::vector<float> me;
     const auto t0 = std::chrono::steady_clock::now();
     const auto eng = engine_losses(inputs(v), 30, zs::core::Schedule::deepspeed, &me);
