@@ -10,6 +10,7 @@
 #include <ctime>
 #include <thread>
 
+#include "core/cost_model.h"
 #include "exec/cpu_adam.h"
 #include "exec/host_buffer.h"
 #include "exec/membw.h"
@@ -281,9 +282,10 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
 
   r.gpu.probed = false;
   if (!o.gpu) {
-    r.gpu.note = "not requested (--gpu); this build has no CUDA device support";
+    r.gpu.note = "not requested (--gpu)";
   } else {
-    // The GPU probes (pinned/pageable copies, GEMM, NCCL) live with the CUDA device; this library is host-only.
+    // The GPU probes (exec/cuda/gpu_probe.h) live with the CUDA device and this library is host-only: a CUDA build's
+    // CLI calls probe_gpu itself and does not ask run_probe for the GPU.
     r.gpu.note = "no GPU: this build has no CUDA device support; GPU probes skipped";
     say("gpu: " + r.gpu.note);
   }
@@ -299,8 +301,21 @@ core::Hardware apply_probe(core::Hardware h, const ProbeResult& r) {
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   const std::string base_name = h.name;
   h.name = base_name + ", probed on " + host;
+  const core::GpuTypeDefaults& gpu_type = core::gpu_type_defaults(h.gpu.name);
+  const bool efficiency_ok = r.gpu.gemm_efficiency > 0 && r.gpu.gemm_efficiency <= 1.0;  // the loader's range
+  std::string gpu_text;
+  if (r.gpu.probed) {
+    const std::string eff = efficiency_ok ? fmt(" = %.3f", r.gpu.gemm_efficiency) +
+                                                fmt(" of the datasheet %.0f", r.gpu.gemm_peak_bf16_tflops)
+                                          : std::string(", gemm_efficiency not stored: no matching datasheet peak");
+    gpu_text =
+        ", GPU (" + r.gpu.device + fmt(": GEMM %.0f TFLOPS bf16 over a GPT block's GEMMs", r.gpu.gemm_bf16_tflops) +
+        eff + fmt("; HBM copy %.0f GB/s, stored as gpu.hbm_GBps", r.gpu.hbm_GBps) +
+        fmt(" = measured / %.2f", gpu_type.hbm_efficiency) + ", the cost model's hbm_efficiency for this GPU type" +
+        "; PCIe pinned and pageable copies" + (r.gpu.note.empty() ? std::string() : "; " + r.gpu.note) + ")";
+  }
   h.source = std::string("zerosim probe on ") + host + ", " + date + ": cpu, DRAM" + (r.nvme.measured ? ", NVMe" : "") +
-             " and the measured block are measured; the rest comes from '" + base_name + "'" +
+             gpu_text + " and the measured block are measured; the rest comes from '" + base_name + "'" +
              (h.file.empty() ? std::string() : " (" + h.file + ")") +
              (r.quick ? "; --quick run: DRAM figures may be cache-bound, rerun without --quick" : "");
   h.cpu.cores = r.cpus;
@@ -331,6 +346,20 @@ core::Hardware apply_probe(core::Hardware h, const ProbeResult& r) {
     ms.nvme_hot_write_GBps = r.nvme.hot_write_GBps;
     ms.nvme_hot_read_latency_us = r.nvme.hot_read_latency_s * 1e6;
     ms.nvme_hot_write_latency_us = r.nvme.hot_write_latency_s * 1e6;
+  }
+  if (r.gpu.probed) {
+    // cost_model_for uses gpu.hbm_GBps × hbm_efficiency: store the figure that makes that product the measured rate.
+    if (r.gpu.hbm_GBps > 0) h.gpu.hbm_GBps = r.gpu.hbm_GBps / gpu_type.hbm_efficiency;
+    if (r.gpu.h2d_pinned_GBps > 0) h.links.pcie_h2d_GBps = r.gpu.h2d_pinned_GBps;
+    if (r.gpu.d2h_pinned_GBps > 0) h.links.pcie_d2h_GBps = r.gpu.d2h_pinned_GBps;
+    // The node's host uplink carries one GPU's traffic here: its per-direction rate is that GPU's. With more GPUs
+    // one GPU's copies say nothing of the shared uplink, so the base's figure stays.
+    if (h.gpus_per_node == 1 && r.gpu.h2d_pinned_GBps > 0 && r.gpu.d2h_pinned_GBps > 0)
+      h.links.pcie_host_GBps = std::max(r.gpu.h2d_pinned_GBps, r.gpu.d2h_pinned_GBps);
+    if (efficiency_ok) ms.gemm_efficiency = r.gpu.gemm_efficiency;
+    if (r.gpu.h2d_pageable_GBps > 0) ms.pcie_h2d_pageable_GBps = r.gpu.h2d_pageable_GBps;
+    if (r.gpu.d2h_pageable_GBps > 0) ms.pcie_d2h_pageable_GBps = r.gpu.d2h_pageable_GBps;
+    if (r.gpu.nccl_busbw_GBps > 0) ms.nccl_busbw_GBps = r.gpu.nccl_busbw_GBps;
   }
   return h;
 }

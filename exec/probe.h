@@ -1,7 +1,8 @@
 // Probe: measures this machine for the simulator (`zerosim probe`): DRAM triad and Adam-pattern bandwidth,
 // CPU Adam params/s for 1..all threads, NVMe read/write GB/s through the Swapper over a small sweep of
-// block sizes × queue depths (recommending the best aio block, as ds_nvme_tune does), and GPU figures when
-// built with CUDA and a GPU is present. apply_probe() folds the figures into a hardware profile.
+// block sizes × queue depths (recommending the best aio block, as ds_nvme_tune does). The GPU figures (GpuResult)
+// come from exec/cuda/gpu_probe.h, which the CLI calls in CUDA builds: this library is host-only.
+// apply_probe() folds the figures into a hardware profile.
 //   ProbeOptions o{.nvme_paths = {"/local_nvme"}, .progress = [](const std::string& s) { std::cerr << s; }};
 //   Result<ProbeResult> r = run_probe(o);
 //   core::Hardware h = apply_probe(*core::load_hardware("ci-2core"), *r);
@@ -21,7 +22,7 @@ namespace zs::exec {
 struct ProbeOptions {
   std::vector<std::string> nvme_paths;  // striped like the swapper; empty = skip the NVMe part
   bool quick = false;   // small arrays and files: seconds, for tests (DRAM figures then may be cache-bound)
-  bool gpu = false;     // also probe the GPU (needs a CUDA build and a device)
+  bool gpu = false;     // --gpu asked for: run_probe only notes that it cannot (see GpuResult)
   int max_threads = 0;  // 0 = every available CPU
   std::function<void(const std::string&)> progress;  // one line per finished measurement (no newline)
 };
@@ -72,9 +73,41 @@ struct NvmeResult {
   double hot_read_latency_s = 0, hot_write_latency_s = 0, hot_read_GBps = 0, hot_write_GBps = 0;
 };
 
+// One timed GEMM of the GPU probe: a linear layer's forward (one GEMM) or backward (dW and dinp: two).
+struct GpuGemmSample {
+  std::string name;   // "qkv", "attn_out", "fc", "proj", "square"
+  std::string dtype;  // "bf16", "fp16"
+  bool backward = false;
+  int64_t tokens = 0, in = 0, out = 0;  // matmul_forward / matmul_backward's N, IN, OUT
+  double flops = 0;                     // 2·N·IN·OUT forward, twice that backward
+  double seconds = 0;                   // median of the repeats, per call
+  double tflops = 0;
+};
+
+// The GPU figures (exec/cuda/gpu_probe.h fills them; run_probe itself is host-only and leaves probed false).
+// Zero = not measured.
 struct GpuResult {
   bool probed = false;
-  std::string note;  // "no GPU", "not built with CUDA", ...
+  std::string note;    // why not probed ("no GPU: ..."), or what was left out (NCCL on one GPU)
+  std::string device;  // cudaDeviceProp::name, e.g. "NVIDIA H200"
+  int device_ordinal = 0, device_count = 0;
+  // GEMMs: the linear layers of one GPT block (qkv, attn_out, fc, proj) at tokens × hidden × ffn, forward and
+  // backward, with cuBLASLt as the engine runs them; the rate is Σ flops / Σ median time (FLOP-weighted).
+  int64_t gemm_tokens = 0, gemm_hidden = 0, gemm_ffn = 0, gemm_square = 0;
+  double gemm_bf16_tflops = 0, gemm_fp16_tflops = 0;
+  double gemm_square_bf16_tflops = 0;  // one forward of square × square × square, bf16
+  double gemm_peak_bf16_tflops = 0;    // the datasheet peak it was divided by (from the hardware profile)
+  double gemm_efficiency = 0;          // gemm_bf16_tflops / gemm_peak_bf16_tflops; 0 = no peak to divide by
+  std::vector<GpuGemmSample> gemms;
+  double hbm_GBps = 0;  // device-to-device copy: bytes read + written / time
+  int64_t hbm_bytes = 0;
+  // PCIe: one copy of pcie_bytes each way, pinned (cudaHostAlloc) and pageable (malloc); then both directions at
+  // once on two streams, pinned (each direction's bytes over the time from the common start to its own end).
+  int64_t pcie_bytes = 0;
+  double h2d_pinned_GBps = 0, d2h_pinned_GBps = 0, h2d_pageable_GBps = 0, d2h_pageable_GBps = 0;
+  double h2d_duplex_GBps = 0, d2h_duplex_GBps = 0;
+  double nccl_busbw_GBps = 0;  // all-reduce bus bandwidth over the node's GPUs; 0 = not measured
+  double seconds = 0;
 };
 
 struct ProbeResult {
@@ -100,7 +133,10 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
                                       int files = 1, double settle_s = 0);
 
 // `base` with cpu.cores / memory_GiB / memory_GBps (triad) and the nvme fields (when measured) overwritten,
-// the measured block filled, and name/source saying where the figures came from.
+// the measured block filled, and name/source saying where the figures came from. When r.gpu.probed: gpu.hbm_GBps
+// (the measured rate ÷ the GPU type's default hbm_efficiency, so that the cost model's effective rate is the
+// measured one), links.pcie_h2d/d2h_GBps (pinned; pcie_host_GBps too on a one-GPU node), measured
+// gemm_efficiency (when in (0, 1]), pcie_*_pageable_GBps and nccl_busbw_GBps (when measured).
 core::Hardware apply_probe(core::Hardware base, const ProbeResult& r);
 
 }  // namespace zs::exec

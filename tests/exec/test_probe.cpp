@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cost_model.h"
 #include "core/hardware.h"
 #include "core/json_reader.h"
 #include "core/model.h"
@@ -110,6 +111,92 @@ TEST_CASE("probe reports a bad nvme path as an error", "[exec][probe]") {
   auto r = exec::run_probe(o);
   REQUIRE(!r.ok());
   CHECK(r.error().message.find("/nonexistent/zerosim") != std::string::npos);
+}
+
+TEST_CASE("apply_probe folds the GPU figures into the profile, and they load back", "[exec][probe]") {
+  auto base = core::load_hardware("h200-box");
+  REQUIRE(base.ok());
+  REQUIRE(base->gpus_per_node == 1);
+  exec::ProbeResult r;  // the host part as a minimal run; the GPU part as probe_gpu would fill it
+  r.cpus = 16;
+  r.memory_GiB = 128;
+  r.dram.triad_GBps = 90;
+  r.dram.adam_pattern_GBps = 80;
+  r.cpu_adam.params_per_s = 2e9;
+  r.cpu_adam.threads = 16;
+  exec::GpuResult& g = r.gpu;
+  g.probed = true;
+  g.device = "NVIDIA H200";
+  g.device_count = 1;
+  g.gemm_bf16_tflops = 650;
+  g.gemm_peak_bf16_tflops = 989;
+  g.gemm_efficiency = 650.0 / 989.0;
+  g.hbm_GBps = 4000;
+  g.h2d_pinned_GBps = 53.5;
+  g.d2h_pinned_GBps = 55.25;
+  g.h2d_pageable_GBps = 20.5;
+  g.d2h_pageable_GBps = 18.75;
+  g.h2d_duplex_GBps = 40;
+  g.d2h_duplex_GBps = 41;
+  g.note = "one GPU: NCCL bus bandwidth not measured";
+
+  const core::Hardware h = exec::apply_probe(*base, r);
+  CHECK(h.gpu.name == base->gpu.name);
+  CHECK(h.gpu.peak_tflops_bf16 == base->gpu.peak_tflops_bf16);  // the datasheet stays
+  REQUIRE(h.measured.gemm_efficiency.has_value());
+  CHECK(*h.measured.gemm_efficiency == g.gemm_efficiency);
+  const double hbm_eff = core::gpu_type_defaults(h.gpu.name).hbm_efficiency;
+  CHECK(h.gpu.hbm_GBps == g.hbm_GBps / hbm_eff);
+  CHECK(h.links.pcie_h2d_GBps == 53.5);
+  CHECK(h.links.pcie_d2h_GBps == 55.25);
+  CHECK(h.links.pcie_host_GBps == 55.25);  // one GPU per node: the uplink is that GPU's link
+  CHECK(*h.measured.pcie_h2d_pageable_GBps == 20.5);
+  CHECK(*h.measured.pcie_d2h_pageable_GBps == 18.75);
+  CHECK(!h.measured.nccl_busbw_GBps.has_value());  // one GPU: nothing measured, nothing stored
+  CHECK(h.source.find("GPU (NVIDIA H200") != std::string::npos);
+  CHECK(h.source.find("NCCL bus bandwidth not measured") != std::string::npos);
+  CHECK(h.source.find("= measured / 0.88, the cost model's hbm_efficiency for this GPU type") != std::string::npos);
+
+  // The cost model sees the measured figures: HBM at the measured rate, one GEMM efficiency for every shape.
+  const core::CostModel c = core::cost_model_for(h, core::Precision::bf16);
+  CHECK(c.hbm_Bps == Approx(g.hbm_GBps * 1e9).epsilon(1e-12));
+  CHECK(c.gemm_efficiency_fixed);
+  CHECK(c.gemm_efficiency_max == g.gemm_efficiency);
+  CHECK(c.pcie_h2d_Bps == Approx(53.5e9));
+  CHECK(c.pcie_d2h_pageable_Bps == Approx(18.75e9));
+
+  // Through the file format and back: the same numbers.
+  const std::string path = (fs::temp_directory_path() / "zs_gpu_probe_profile.json").string();
+  REQUIRE(core::write_file_atomic(path, core::hardware_to_json(h)).ok());
+  auto back = core::load_hardware_file(path);
+  INFO((back.ok() ? std::string() : back.error().message));
+  REQUIRE(back.ok());
+  CHECK(back->gpu.hbm_GBps == Approx(h.gpu.hbm_GBps).epsilon(1e-12));
+  CHECK(*back->measured.gemm_efficiency == Approx(g.gemm_efficiency).epsilon(1e-12));
+  CHECK(back->links.pcie_h2d_GBps == 53.5);
+  CHECK(back->links.pcie_d2h_GBps == 55.25);
+  CHECK(back->links.pcie_host_GBps == 55.25);
+  CHECK(*back->measured.pcie_h2d_pageable_GBps == 20.5);
+  CHECK(*back->measured.pcie_d2h_pageable_GBps == 18.75);
+  CHECK(!back->measured.nccl_busbw_GBps.has_value());
+  fs::remove(path);
+
+  // Measured NCCL bandwidth is stored; an efficiency over 1 (a peak of another GPU) is not; unprobed: base kept.
+  exec::ProbeResult r2 = r;
+  r2.gpu.nccl_busbw_GBps = 300;
+  r2.gpu.gemm_efficiency = 6500;
+  const core::Hardware h2 = exec::apply_probe(*base, r2);
+  CHECK(*h2.measured.nccl_busbw_GBps == 300);
+  CHECK(!h2.measured.gemm_efficiency.has_value());
+  CHECK(h2.source.find("gemm_efficiency not stored") != std::string::npos);
+  r2.gpu.probed = false;
+  const core::Hardware h3 = exec::apply_probe(*base, r2);
+  CHECK(h3.gpu.hbm_GBps == base->gpu.hbm_GBps);
+  CHECK(h3.links.pcie_h2d_GBps == base->links.pcie_h2d_GBps);
+  CHECK(h3.links.pcie_host_GBps == base->links.pcie_host_GBps);
+  CHECK(!h3.measured.pcie_h2d_pageable_GBps.has_value());
+  CHECK(!h3.measured.nccl_busbw_GBps.has_value());
+  CHECK(h3.source.find("GPU (") == std::string::npos);
 }
 
 TEST_CASE("report lists SIMD, libaio, O_DIRECT and the optional parts", "[exec][report]") {
