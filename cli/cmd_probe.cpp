@@ -10,6 +10,7 @@
 #include "core/hardware.h"
 #include "core/json_reader.h"
 #include "exec/probe.h"
+#include "cli/cuda_module.h"
 
 namespace zs::cli {
 namespace {
@@ -68,7 +69,45 @@ core::Json to_json(const exec::ProbeResult& r) {
   } else {
     j["nvme"] = nullptr;
   }
-  j["gpu"] = {{"probed", r.gpu.probed}, {"note", r.gpu.note}};
+  const exec::GpuResult& g = r.gpu;
+  j["gpu"] = {{"probed", g.probed}, {"note", g.note}};
+  if (g.probed) {
+    core::Json gemms = core::Json::array();
+    for (const auto& x : g.gemms)
+      gemms.push_back({{"name", x.name},
+                       {"dtype", x.dtype},
+                       {"pass", x.backward ? "backward" : "forward"},
+                       {"tokens", x.tokens},
+                       {"in", x.in},
+                       {"out", x.out},
+                       {"flops", x.flops},
+                       {"seconds", x.seconds},
+                       {"tflops", x.tflops}});
+    j["gpu"].update({{"device", g.device},
+                     {"device_ordinal", g.device_ordinal},
+                     {"device_count", g.device_count},
+                     {"gemm_tokens", g.gemm_tokens},
+                     {"gemm_hidden", g.gemm_hidden},
+                     {"gemm_ffn", g.gemm_ffn},
+                     {"gemm_square", g.gemm_square},
+                     {"gemm_bf16_tflops", g.gemm_bf16_tflops},
+                     {"gemm_fp16_tflops", g.gemm_fp16_tflops},
+                     {"gemm_square_bf16_tflops", g.gemm_square_bf16_tflops},
+                     {"gemm_peak_bf16_tflops", g.gemm_peak_bf16_tflops},
+                     {"gemm_efficiency", g.gemm_efficiency},
+                     {"hbm_GBps", g.hbm_GBps},
+                     {"hbm_bytes", g.hbm_bytes},
+                     {"pcie_bytes", g.pcie_bytes},
+                     {"h2d_pinned_GBps", g.h2d_pinned_GBps},
+                     {"d2h_pinned_GBps", g.d2h_pinned_GBps},
+                     {"h2d_pageable_GBps", g.h2d_pageable_GBps},
+                     {"d2h_pageable_GBps", g.d2h_pageable_GBps},
+                     {"h2d_duplex_GBps", g.h2d_duplex_GBps},
+                     {"d2h_duplex_GBps", g.d2h_duplex_GBps},
+                     {"nccl_busbw_GBps", g.nccl_busbw_GBps > 0 ? core::Json(g.nccl_busbw_GBps) : core::Json()},
+                     {"seconds", g.seconds},
+                     {"gemms", gemms}});
+  }
   j["seconds"] = r.seconds;
   return j;
 }
@@ -102,7 +141,30 @@ void print_text(const exec::ProbeResult& r) {
   } else {
     std::printf("nvme      not measured\n");
   }
-  std::printf("gpu       %s\n", r.gpu.note.c_str());
+  const exec::GpuResult& g = r.gpu;
+  if (g.probed) {
+    std::printf("gpu       %s (device %d of %d)\n", g.device.c_str(), g.device_ordinal, g.device_count);
+    std::printf(
+        "gpu       GEMM bf16 %.1f TFLOPS, fp16 %.1f TFLOPS: a GPT block's linear layers forward + backward "
+        "(tokens %lld, hidden %lld, ffn %lld)\n",
+        g.gemm_bf16_tflops, g.gemm_fp16_tflops, static_cast<long long>(g.gemm_tokens),
+        static_cast<long long>(g.gemm_hidden), static_cast<long long>(g.gemm_ffn));
+    if (g.gemm_efficiency > 0)
+      std::printf("gpu       GEMM efficiency %.3f of the datasheet %.0f TFLOPS bf16\n", g.gemm_efficiency,
+                  g.gemm_peak_bf16_tflops);
+    std::printf("gpu       GEMM bf16 %lld^3 %.1f TFLOPS\n", static_cast<long long>(g.gemm_square),
+                g.gemm_square_bf16_tflops);
+    std::printf("gpu       HBM copy %.0f GB/s (read + written, %lld MiB)\n", g.hbm_GBps,
+                static_cast<long long>(g.hbm_bytes >> 20));
+    std::printf(
+        "gpu       PCIe pinned H2D %.1f GB/s, D2H %.1f GB/s; pageable H2D %.1f GB/s, D2H %.1f GB/s (%lld MiB)\n",
+        g.h2d_pinned_GBps, g.d2h_pinned_GBps, g.h2d_pageable_GBps, g.d2h_pageable_GBps,
+        static_cast<long long>(g.pcie_bytes >> 20));
+    std::printf("gpu       PCIe pinned both ways at once: H2D %.1f GB/s, D2H %.1f GB/s\n", g.h2d_duplex_GBps,
+                g.d2h_duplex_GBps);
+    if (g.nccl_busbw_GBps > 0) std::printf("gpu       NCCL all-reduce bus bandwidth %.1f GB/s\n", g.nccl_busbw_GBps);
+  }
+  if (!g.note.empty()) std::printf("gpu       %s\n", g.note.c_str());
 }
 
 }  // namespace
@@ -116,13 +178,18 @@ void add_probe(CLI::App& app, int& exit_code) {
   sub->add_flag("--gpu", f->gpu, "also probe the GPU (needs a CUDA build and a device)");
   sub->add_flag("--json", f->json, "print the figures as JSON on stdout");
   sub->add_option("-o,--output", f->out, "write a hardware profile with the measured figures to FILE");
-  sub->add_option("--base", f->base, "hardware profile (name or file) the -o profile starts from")
+  sub->add_option("--base,--hardware", f->base,
+                  "hardware profile (name or file) the -o profile starts from; with --gpu, its datasheet peak")
       ->capture_default_str();
   sub->add_flag("--quick", f->quick, "small arrays and files: a few seconds (DRAM figures may then be cache-bound)");
   sub->add_option("--threads", f->threads, "at most this many threads (default: all CPUs)");
   sub->callback([f, &exit_code] {
+    // run_probe is host-only: the GPU is probed here (the CUDA module), with the base's peak.
+    std::string no_module;
+    const CudaModule* cuda = f->gpu ? load_cuda_module(&no_module) : nullptr;
+    const bool cuda_gpu = cuda != nullptr;
     std::optional<core::Hardware> base;
-    if (!f->out.empty()) {  // fail on a bad base before spending time measuring
+    if (!f->out.empty() || cuda_gpu) {  // fail on a bad base before spending time measuring
       auto h = core::load_hardware(f->base);
       if (!h) {
         std::cerr << "zerosim probe: --base: " << h.error().message << "\n";
@@ -133,7 +200,7 @@ void add_probe(CLI::App& app, int& exit_code) {
     }
     exec::ProbeOptions o;
     o.quick = f->quick;
-    o.gpu = f->gpu;
+    o.gpu = f->gpu && !cuda_gpu;
     o.max_threads = f->threads;
     if (!f->no_nvme) {
       o.nvme_paths = f->nvme_paths;
@@ -146,11 +213,37 @@ void add_probe(CLI::App& app, int& exit_code) {
       exit_code = r.error().kind == core::ErrorKind::bad_input ? 2 : 3;
       return;
     }
+    if (f->gpu && !cuda_gpu) {
+      r->gpu.note = "no GPU probe: " + no_module + "; GPU probes skipped";
+      o.progress("gpu: " + r->gpu.note);
+    }
+    if (cuda_gpu) {
+      if (const exec::CudaAvailability a = cuda->available(); !a.usable) {
+        r->gpu.note = a.reason + "; GPU probes skipped";  // as without CUDA: the host figures still stand
+        o.progress("gpu: " + r->gpu.note);
+      } else {
+        exec::GpuProbeOptions go;
+        go.quick = f->quick;
+        go.peak_tflops_bf16 = base->gpu.peak_tflops_bf16;
+        go.peak_gpu_name = base->gpu.name;
+        go.progress = o.progress;
+        auto g = cuda->probe_gpu(go);
+        if (!g) {
+          std::cerr << "zerosim probe: gpu: " << g.error().message << "\n";
+          exit_code = g.error().kind == core::ErrorKind::bad_input ? 2 : 3;
+          return;
+        }
+        r->gpu = std::move(*g);
+        if (r->gpu.gemm_efficiency <= 0)
+          std::cerr << "probe: gpu: pass --base with this GPU's profile (e.g. h200-box) for gemm_efficiency"
+                    << std::endl;
+      }
+    }
     if (f->json)
       std::cout << to_json(*r).dump(2) << "\n";
     else
       print_text(*r);
-    if (base) {
+    if (base && !f->out.empty()) {
       core::Hardware h = exec::apply_probe(*base, *r);
       core::Status s = core::write_file_atomic(f->out, core::hardware_to_json(h));
       if (!s.ok()) {

@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "core/cost_model.h"
 #include "core/json_reader.h"
 #include "core/memory.h"
 #include "core/plan.h"
@@ -27,9 +28,7 @@
 #include "exec/data.h"
 #include "exec/engine.h"
 #include "exec/host_device.h"
-#if defined(ZEROSIM_HAVE_CUDA)
-#include "exec/cuda/cuda_device.h"
-#endif
+#include "cli/cuda_module.h"
 #include "exec/host_probe.h"
 #ifdef ZEROSIM_HAVE_MPI
 #include "exec/mpi_communicator.h"
@@ -222,20 +221,17 @@ void run_train(const Opts& o, int& exit_code) {
     return fail("--checkpoint/--resume with more than one rank is not supported yet", 2);
   if (G.world > 1 && !o.device_profile.empty())
     return fail("--write-device-profile measures one process: run it without mpirun", 2);
+  if (o.device != "host" && o.device != "cuda") return fail("--device " + o.device + ": not one of host, cuda", 2);
+  const CudaModule* cuda = nullptr;
   if (o.device == "cuda") {
-    // The CUDA device, kernels and NCCL exist (exec/cuda/); the engine's compute handler still runs the host
-    // reference kernels as host work, so training on the GPU is refused rather than run on the CPU in disguise.
-#if defined(ZEROSIM_HAVE_CUDA)
-    const exec::CudaAvailability a = exec::cuda_available();
-    const std::string gpu = a.usable ? "a GPU is present, but" : a.reason + "; and";
-#else
-    const std::string gpu = "this build has no CUDA (configure with nvcc on the PATH or at /usr/local/cuda); and";
-#endif
-    return fail("--device cuda: " + gpu +
-                    " end-to-end training on the CUDA device is not wired into the engine yet; use --device host",
-                2);
+    std::string why;
+    cuda = load_cuda_module(&why);
+    if (!cuda) return fail("--device cuda: " + why, 2);
   }
-  if (o.device != "host") return fail("--device " + o.device + ": not one of host, cuda", 2);
+  if (o.device == "cuda" && !o.device_profile.empty())
+    return fail("--write-device-profile measures the host device's kernels; a GPU's rates come from `zerosim probe "
+                "--gpu`",
+                2);
   if (o.steps < 0) return fail("--steps must be >= 0", 2);
   if (o.resume && o.checkpoint.empty()) return fail("--resume needs --checkpoint DIR", 2);
   if (in->model.vocab < 256)
@@ -270,7 +266,33 @@ void run_train(const Opts& o, int& exit_code) {
     binding = b->text;
     if (adam_threads <= 0) adam_threads = static_cast<int>(b->cores.size());
   }
-  auto dev = exec::make_host_device({.memory_bytes = in->hardware.gpu.memory_bytes()});
+  // The device, and on GPUs with several ranks the NCCL communicator the engine's collectives use (MPI, which
+  // started the ranks, moves NCCL's id and carries the host-side reductions of this command).
+  std::unique_ptr<exec::Device> dev;
+  std::unique_ptr<exec::Communicator> nccl;
+  if (o.device == "host") dev = exec::make_host_device({.memory_bytes = in->hardware.gpu.memory_bytes()});
+  if (cuda) {
+    const exec::CudaAvailability a = cuda->available();
+    if (!a.usable) return fail("--device cuda: " + a.reason, 2);
+    const int ordinal = G.local_rank % std::max(1, a.device_count);
+    auto d = cuda->make_device({.device = ordinal, .memory_bytes = in->hardware.gpu.memory_bytes()});
+    if (!d) return fail(d.error().message, exit_code_for(d.error()));
+    dev = std::move(*d);
+    if (G.world > 1) {
+      exec::NcclOptions no;
+      no.rank = G.rank;
+      no.world = G.world;
+      no.cuda_device = ordinal;
+      no.comm.timeout_s = o.comm_timeout_s;
+      engine_started = true;  // a rank that fails here leaves the others in the id broadcast or NCCL's init
+      auto c = cuda->make_nccl(no, [&](exec::NcclUniqueIdBytes& id) {
+        return G.comm->broadcast(id.data(), static_cast<int64_t>(id.size()), 0, {.op_name = "NCCL unique id"});
+      });
+      if (!c) return fail(c.error().message, exit_code_for(c.error()));
+      nccl = std::move(*c);
+    }
+  }
+  exec::Communicator& engine_comm = nccl ? *nccl : *G.comm;
   // The host device's profile: probed before training (written at once, so a failed run still leaves one) and
   // again after it, each module's faster session standing (host_probe.h: a neighbour on a shared VM can slow one
   // session down throughout).
@@ -306,7 +328,7 @@ void run_train(const Opts& o, int& exit_code) {
   eo.cpu_adam_threads = adam_threads;
   eo.swap_chunk_bytes = o.swap_chunk;
   engine_started = true;  // from here a failing rank may leave others in a collective
-  auto engine = exec::Engine::create(in->model, in->hardware, in->strategy, *dev, *G.comm, eo);
+  auto engine = exec::Engine::create(in->model, in->hardware, in->strategy, *dev, engine_comm, eo);
   if (!engine) return fail(engine.error().message, exit_code_for(engine.error()));
   exec::Engine& e = **engine;
   exec::DataLoader data(corpus, in->strategy.micro_batch_per_gpu, in->strategy.run.seq_len, o.seed);
@@ -338,6 +360,7 @@ void run_train(const Opts& o, int& exit_code) {
   if (!binding.empty())  // every rank says where it runs (stderr: stdout is rank 0's, and may be JSON)
     std::fprintf(stderr, "bind-cores-to-rank: %s; CPU Adam threads %d\n", binding.c_str(), adam_threads);
   ordered_json steps = ordered_json::array();
+  std::vector<double> step_times;
   double time_sum = 0, first_loss = 0, last_loss = 0;
   int64_t tokens = 0, done = 0;
   const int64_t start = e.steps_done();
@@ -371,6 +394,7 @@ void run_train(const Opts& o, int& exit_code) {
     if (want_trace && (i > 0 || o.steps == 1))
       traces.push_back({{r->phase_s[0], r->phase_s[1], r->phase_s[2]}, e.last_trace()});
     time_sum += r->step_time_s;
+    step_times.push_back(r->step_time_s);
     tokens += r->tokens;
     if (i == 0) first_loss = r->loss;
     last_loss = r->loss;
@@ -420,6 +444,22 @@ void run_train(const Opts& o, int& exit_code) {
   if (!gs.ok()) return fail(gs.message(), 3);
   mm.peak_bytes = max_peaks(rank_peaks);
   const core::Plan& plan = e.plan();
+  // Steady state: the median step after the first (which initialises cuBLAS, the allocator's cache and the
+  // page cache); model FLOPs per GPU (the Plan's, without recompute) over it, and over the dtype's datasheet peak.
+  double steady_s = 0;
+  if (!step_times.empty()) {
+    std::vector<double> v(step_times.begin() + (step_times.size() > 1 ? 1 : 0), step_times.end());
+    std::sort(v.begin(), v.end());
+    steady_s = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  }
+  const double peak_flops = core::cost_model_for(in->hardware, st.model_dtype()).peak_flops;
+  const double model_tflops = steady_s > 0 ? plan.model_flops_per_step / steady_s / 1e12 : 0.0;
+  const double mfu = steady_s > 0 && peak_flops > 0 ? plan.model_flops_per_step / steady_s / peak_flops : 0.0;
+  const double steady_tps =
+      steady_s > 0 ? static_cast<double>(G.world * st.gradient_accumulation_steps * st.micro_batch_per_gpu *
+                                         st.run.seq_len) /
+                         steady_s
+                   : 0.0;
   if (!lead) {
   } else if (o.json) {
     ordered_json j;
@@ -439,6 +479,10 @@ void run_train(const Opts& o, int& exit_code) {
                     {"last_loss", last_loss},
                     {"mean_step_time_s", done ? time_sum / static_cast<double>(done) : 0.0},
                     {"tokens_per_s", time_sum > 0 ? static_cast<double>(tokens) / time_sum : 0.0},
+                    {"steady_step_time_s", steady_s},
+                    {"steady_tokens_per_s", steady_tps},
+                    {"model_tflops_per_gpu", model_tflops},
+                    {"mfu", mfu},
                     {"peak_bytes", tiers_json(mm.peak_bytes)},
                     {"plan_peak_bytes", tiers_json(plan.peak_bytes)},
                     {"static_bytes", tiers_json(mm.static_bytes)},
@@ -456,6 +500,10 @@ void run_train(const Opts& o, int& exit_code) {
                 static_cast<long long>(done), first_loss, last_loss, corpus.unigram_entropy_nats,
                 done ? 1e3 * time_sum / static_cast<double>(done) : 0.0,
                 time_sum > 0 ? static_cast<double>(tokens) / time_sum : 0.0);
+    std::printf("steady state (median step after the first): %.1f ms, %.0f tokens/s, %.2f model TFLOPS per GPU, "
+                "MFU %.1f%% of %.0f TFLOPS %s\n",
+                1e3 * steady_s, steady_tps, model_tflops, 100 * mfu, peak_flops / 1e12,
+                core::to_string(st.model_dtype()).c_str());
     if (G.world > 1)
       for (size_t q = 0; q < rank_peaks.size(); ++q)
         std::printf("rank %zu peak     gpu %s  cpu %s  nvme %s\n", q, bytes(rank_peaks[q][0]).c_str(),
@@ -482,7 +530,9 @@ void add_train(CLI::App& app, int& exit_code) {
       "train a GPT by executing the Plan (ZeRO-Offload/Infinity on this machine); under `mpirun -np N` with N "
       "data-parallel ranks (MPI collectives, rank 0 prints)");
   add_input_flags(*sub, o->in);
-  sub->add_option("--device", o->device, "where the GPU work runs: host (a CPU stand-in with the profile's GPU memory)")
+  sub->add_option("--device", o->device,
+                  "where the GPU work runs: host (a CPU stand-in with the profile's GPU memory) or cuda (the GPU "
+                  "of this rank's local index)")
       ->capture_default_str();
   sub->add_option("--schedule", o->schedule, "op schedule: deepspeed (default), dpu (delayed update), overlap")
       ->check(CLI::IsMember({"deepspeed", "dpu", "overlap"}));

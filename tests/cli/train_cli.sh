@@ -44,8 +44,10 @@ python3 -c "import json; h=json.load(open('$root/configs/hardware/ci-2core.json'
 "$bin" train --model tiny --hardware "$tmp/hw.json" --ds-config "$cfg" --steps 1 >"$tmp/r" 2>&1
 rc=$?; [ $rc -eq 1 ] || err "does-not-fit rc=$rc (want 1)"
 grep -q "DOES NOT FIT" "$tmp/r" && grep -q "nothing was allocated" "$tmp/r" || err "does-not-fit report"
-"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --device cuda --steps 1 >/dev/null 2>&1
+# Without a GPU (CI), --device cuda stops before any work and says why.
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --device cuda --steps 1 >"$tmp/r" 2>&1
 rc=$?; [ $rc -eq 2 ] || err "--device cuda rc=$rc (want 2)"
+grep -q -E "device cuda: .*(no GPU|no CUDA|no usable GPU)" "$tmp/r" || err "--device cuda: no reason given: $(cat "$tmp/r")"
 "$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 1 --resume >/dev/null 2>&1
 rc=$?; [ $rc -eq 2 ] || err "--resume without --checkpoint rc=$rc (want 2)"
 "$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 1 --data /nonexistent/file >/dev/null 2>&1
