@@ -179,6 +179,57 @@ int main(int argc, char** argv) {
     cudaFree(qkv), cudaFree(out), cudaFree(dout), cudaFree(lse);
   }
 
+  // --- the LM head of gpt2-355m at micro batch 16 x 1024 (N 16384, C 1024): its GEMMs at the vocabulary 50257,
+  // whose odd row length leaves the logits 2-byte aligned, against 50304 (a multiple of 64, as nanoGPT and Megatron
+  // pad it); the cross-entropy kernels against the HBM bytes they must move ---
+  {
+    const int64_t Nh = quick ? 8192 : 16384, C = 1024;
+    for (const int64_t V : {int64_t{50257}, int64_t{50304}}) {
+      bf16_t *xh, *wv, *logits, *dx, *dwv;
+      CHECK_CUDA(cudaMalloc(&xh, Nh * C * 2));
+      CHECK_CUDA(cudaMalloc(&wv, V * C * 2));
+      CHECK_CUDA(cudaMalloc(&logits, Nh * V * 2));
+      CHECK_CUDA(cudaMalloc(&dx, Nh * C * 2));
+      CHECK_CUDA(cudaMalloc(&dwv, V * C * 2));
+      CHECK_CUDA(cudaMemset(xh, 0x3c, Nh * C * 2));
+      CHECK_CUDA(cudaMemset(wv, 0x3c, V * C * 2));
+      CHECK_CUDA(cudaMemset(logits, 0x3c, Nh * V * 2));
+      const double flops = 2.0 * Nh * C * V;
+      const double f = time_s(s, quick ? 3 : 10, [&] {
+        return gemm->matmul_forward<bf16_t>(logits, xh, wv, nullptr, Nh, C, V, WeightLayout::out_in, s).ok();
+      });
+      const double b = time_s(s, quick ? 3 : 10, [&] {
+        return gemm
+            ->matmul_backward<bf16_t>(dx, dwv, nullptr, logits, xh, wv, Nh, C, V, WeightLayout::out_in,
+                                      GradWrite::overwrite, false, s)
+            .ok();
+      });
+      const std::string tag = "lm head V=" + std::to_string(V) + " N=" + std::to_string(Nh) + " C=1024";
+      row("gemm fwd bf16 " + tag, flops / f * 1e-12, "TFLOPS", bf16_peak, "bf16 dense peak");
+      row("gemm bwd (dW+dX) bf16 " + tag, 2 * flops / b * 1e-12, "TFLOPS", bf16_peak, "bf16 dense peak");
+      if (V == 50257) {  // the cross-entropy kernels: logits (bf16) in, fp32 probabilities out, and back
+        float *probs, *losses;
+        int32_t* targets;
+        CHECK_CUDA(cudaMalloc(&probs, Nh * V * 4));
+        CHECK_CUDA(cudaMalloc(&losses, Nh * 4));
+        CHECK_CUDA(cudaMalloc(&targets, Nh * 4));
+        CHECK_CUDA(cudaMemset(targets, 0, Nh * 4));
+        const double cf = time_s(s, quick ? 3 : 10, [&] {
+          return gpu::crossentropy_forward<bf16_t>(losses, probs, logits, targets, Nh, V, s) == cudaSuccess;
+        });
+        const double cb = time_s(s, quick ? 3 : 10, [&] {
+          return gpu::crossentropy_backward<bf16_t>(logits, probs, targets, Nh, V, 1.0f, s) == cudaSuccess;
+        });
+        // Fewest bytes: forward reads the logits and writes the probabilities; backward reads those, writes dlogits.
+        const double fwd_bytes = static_cast<double>(Nh) * V * (2 + 4), bwd_bytes = static_cast<double>(Nh) * V * (4 + 2);
+        row("cross-entropy fwd " + tag, fwd_bytes / cf * 1e-9, "GB/s", 0, "HBM: see the d2d copy below");
+        row("cross-entropy bwd " + tag, bwd_bytes / cb * 1e-9, "GB/s", 0, "HBM: see the d2d copy below");
+        cudaFree(probs), cudaFree(losses), cudaFree(targets);
+      }
+      cudaFree(xh), cudaFree(wv), cudaFree(logits), cudaFree(dx), cudaFree(dwv);
+    }
+  }
+
   // --- memory: D2D copy (the measured HBM limit), GPU Adam against it, pinned H2D / D2H against PCIe ---
   {
     const int64_t n = (quick ? 64LL : 256LL) << 20;  // elements

@@ -12,7 +12,7 @@
 #   5. a summary: tokens/s, model TFLOPS, MFU, and the prediction's error per phase.
 # Output to $OUT when set (the device tool returns it), else build-gpu/: gpu-check.log, summary.txt, the probed
 # profile, each training's --json and each comparison's --json. Knobs: GPU_CHECK_BUDGET_S, GPU_CHECK_PROFILE (a
-# profile probed before, instead of probing), GPU_CHECK_13B_STEPS (3), GPU_CHECK_ONLY_TESTS=1 (tests and benchmark).
+# profile probed before, instead of probing), GPU_CHECK_13B_STEPS (3), GPU_CHECK_ONLY_TESTS=1 (tests and benchmark), GPU_CHECK_ONLY_BENCH=1 (the benchmark).
 #   bash scripts/gpu-check.sh            # from the repository root
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -81,7 +81,9 @@ fi
 zs="$bin/zerosim"
 [ -n "$bin" ] && "$zs" report
 
-if [ -n "$bin" ]; then
+if [ -n "$bin" ] && [ -n "${GPU_CHECK_ONLY_BENCH:-}" ]; then
+  step "bench_cuda_kernels --quick" 60 "$bin/bench_cuda_kernels" --quick
+elif [ -n "$bin" ]; then
   # --- 2. tests and kernel benchmark -------------------------------------------------------------------------------
   step "test_exec_cuda (visible tests)" 30 "$bin/test_exec_cuda"
   # The engine's attention runs as GEMMs (attention_gemm.h); should they disagree with the reference here, the
@@ -97,7 +99,7 @@ if [ -n "$bin" ]; then
   step "bench_cuda_kernels --quick" 45 "$bin/bench_cuda_kernels" --quick
 fi
 # GPU_CHECK_ONLY_TESTS=1: the tests and the benchmark only (a short re-check after a fix).
-if [ -n "$bin" ] && [ -z "${GPU_CHECK_ONLY_TESTS:-}" ]; then
+if [ -n "$bin" ] && [ -z "${GPU_CHECK_ONLY_TESTS:-}" ] && [ -z "${GPU_CHECK_ONLY_BENCH:-}" ]; then
 
   # --- 3. probe ------------------------------------------------------------------------------------------------------
   nvme=/tmp/zs-nvme
