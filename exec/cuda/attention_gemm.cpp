@@ -57,7 +57,21 @@ core::Status check(cudaError_t e, const char* what) {
   return e == cudaSuccess ? core::Status{} : cuda_error(e, what, __FILE__, __LINE__);
 }
 
-bool valid(int64_t NH, int64_t NKV, int64_t HD) { return HD > 0 && NKV > 0 && NH % NKV == 0; }
+// The shapes both directions share: query heads per kv head, one head's elements [T, HD], one score block [T, T],
+// the (sequence, kv head) batch items, and how many items a chunk of `per_item` bytes per score element holds.
+struct Dims {
+  int64_t grp = 0, eb = 0, head = 0, tt = 0, items = 0, chunk = 0;
+};
+core::Result<Dims> dims(int64_t B, int64_t T_, int64_t NH, int64_t NKV, int64_t HD, int64_t eb, int64_t per_item,
+                        int64_t chunk_bytes) {
+  if (HD <= 0 || NKV <= 0 || NH % NKV != 0)
+    return core::bad_input("attention: heads " + std::to_string(NH) + " / kv heads " + std::to_string(NKV) +
+                           " / head dim " + std::to_string(HD));
+  Dims d;
+  d.grp = NH / NKV, d.eb = eb, d.head = T_ * HD, d.tt = T_ * T_, d.items = B * NKV;
+  d.chunk = std::clamp<int64_t>(chunk_bytes / (d.tt * per_item), 1, d.items);
+  return d;
+}
 
 }  // namespace
 
@@ -66,11 +80,9 @@ core::Status attention_forward_gemm(CublasLtGemm& g, T* out, float* lse, const T
                                     int64_t ld_q, int64_t ld_kv, int64_t B, int64_t T_, int64_t NH, int64_t NKV,
                                     int64_t HD, cudaStream_t s, int64_t chunk_bytes) {
   if (B * T_ <= 0) return {};
-  if (!valid(NH, NKV, HD)) return core::bad_input("attention: heads " + std::to_string(NH) + " / kv heads " +
-                                                  std::to_string(NKV) + " / head dim " + std::to_string(HD));
-  const int64_t grp = NH / NKV, eb = sizeof(T), head = T_ * HD, tt = T_ * T_;
-  const int64_t items = B * NKV;
-  const int64_t chunk = std::clamp<int64_t>(chunk_bytes / (tt * (4 + eb)), 1, items);
+  auto dm = dims(B, T_, NH, NKV, HD, sizeof(T), 4 + sizeof(T), chunk_bytes);  // scores fp32, probabilities T
+  if (!dm) return dm.error();
+  const auto [grp, eb, head, tt, items, chunk] = *dm;
   StreamScratch sc(s);
   ZS_TRY(sc.allocate(StreamScratch::carve(2 * B * NH * head * eb) + StreamScratch::carve(2 * items * head * eb) +
                      StreamScratch::carve(chunk * tt * 4) + StreamScratch::carve(chunk * tt * eb) + 1024));
@@ -117,11 +129,9 @@ core::Status attention_backward_gemm(CublasLtGemm& g, T* dq, T* dk, T* dv, const
                                      const T* v, const float* lse, int64_t ld_q, int64_t ld_kv, int64_t B, int64_t T_,
                                      int64_t NH, int64_t NKV, int64_t HD, cudaStream_t s, int64_t chunk_bytes) {
   if (B * T_ <= 0) return {};
-  if (!valid(NH, NKV, HD)) return core::bad_input("attention: heads " + std::to_string(NH) + " / kv heads " +
-                                                  std::to_string(NKV) + " / head dim " + std::to_string(HD));
-  const int64_t grp = NH / NKV, eb = sizeof(T), head = T_ * HD, tt = T_ * T_;
-  const int64_t items = B * NKV;
-  const int64_t chunk = std::clamp<int64_t>(chunk_bytes / (tt * (8 + eb)), 1, items);
+  auto dm = dims(B, T_, NH, NKV, HD, sizeof(T), 8 + sizeof(T), chunk_bytes);  // P and dP fp32, P then dS in T
+  if (!dm) return dm.error();
+  const auto [grp, eb, head, tt, items, chunk] = *dm;
   StreamScratch sc(s);
   ZS_TRY(sc.allocate(3 * StreamScratch::carve(B * NH * head * eb) + 2 * StreamScratch::carve(items * head * eb) +
                      2 * StreamScratch::carve(items * head * 4) + 2 * StreamScratch::carve(chunk * tt * 4) +

@@ -19,9 +19,9 @@
 #include "core/memory.h"
 #include "exec/cuda/cuda_check.h"
 #include "exec/cuda/cuda_kernels.h"
+#include "exec/cuda/cuda_stream.h"
 #include "exec/device_kernels.h"
 #include "exec/event_state.h"
-#include "exec/spin.h"
 
 namespace zs::exec {
 
@@ -58,40 +58,17 @@ CudaAvailability cuda_available() {
 
 namespace {
 
-using clk = std::chrono::steady_clock;
+using cuda_detail::as_event;
+using cuda_detail::clk;
+using cuda_detail::CudaStream;
+using cuda_detail::DeviceLog;
+using cuda_detail::Span;
 
 constexpr int64_t kDeviceGrain = 512;   // device blocks are cached by size rounded up to this
 constexpr int64_t kPinnedGrain = 4096;  // pinned blocks: O_DIRECT-ready, as before
 
 size_t round_up(int64_t bytes, int64_t grain) {
   return static_cast<size_t>((std::max<int64_t>(bytes, 1) + grain - 1) / grain * grain);
-}
-
-// --- completion markers (Event::State::native) -----------------------------------------------------------------
-
-// A failed query counts as ready, so waiters go on and native_sync reports the error.
-bool cuda_event_ready(void* ev) {
-  const cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(ev));
-  if (e == cudaSuccess) return true;
-  (void)cudaGetLastError();
-  return e != cudaErrorNotReady;
-}
-Status cuda_event_sync(void* ev) { return ZS_CUDA_STATUS(cudaEventSynchronize(static_cast<cudaEvent_t>(ev))); }
-
-cudaEvent_t as_event(const std::shared_ptr<void>& p) { return static_cast<cudaEvent_t>(p.get()); }
-
-Result<std::shared_ptr<void>> new_event(bool timing) {
-  cudaEvent_t e = nullptr;
-  ZS_CUDA_TRY(cudaEventCreateWithFlags(&e, timing ? cudaEventDefault : cudaEventDisableTiming));
-  return std::shared_ptr<void>(static_cast<void*>(e),
-                               [](void* p) { (void)cudaEventDestroy(static_cast<cudaEvent_t>(p)); });
-}
-
-void set_native(Event::State& st, std::shared_ptr<void> ev) {
-  if (!ev) return;
-  st.native = std::move(ev);
-  st.native_ready = &cuda_event_ready;
-  st.native_sync = &cuda_event_sync;
 }
 
 // --- fenced block cache ----------------------------------------------------------------------------------------
@@ -153,186 +130,6 @@ class BlockCache {
  private:
   std::mutex mu_;
   std::unordered_map<size_t, std::vector<Block>> blocks_;
-};
-
-// --- what the streams report to their device --------------------------------------------------------------------
-
-struct Span {
-  std::shared_ptr<void> start, end;  // timing cudaEvents around the work
-  double* start_s = nullptr;
-  double* end_s = nullptr;
-  clk::time_point epoch;
-};
-
-struct DeviceLog {
-  std::mutex mu;
-  Status first_error;
-  std::vector<Span> spans;  // filled in by synchronize()
-
-  void note(const Status& s) {
-    if (s.ok()) return;
-    std::lock_guard<std::mutex> lk(mu);
-    if (first_error.ok()) first_error = s;
-  }
-  Status take_error() {
-    std::lock_guard<std::mutex> lk(mu);
-    Status s = std::move(first_error);
-    first_error = {};
-    return s;
-  }
-};
-
-// --- streams ---------------------------------------------------------------------------------------------------
-
-class CudaStream : public Stream {
- public:
-  CudaStream(std::string name, cudaStream_t cs, int ordinal, DeviceLog& log)
-      : name_(std::move(name)), cs_(cs), ordinal_(ordinal), log_(log) {
-    worker_ = std::thread([this] { loop(); });
-  }
-  ~CudaStream() override {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    worker_.join();
-    last_event_.reset();
-    (void)cudaStreamDestroy(cs_);
-  }
-  CudaStream(const CudaStream&) = delete;
-  CudaStream& operator=(const CudaStream&) = delete;
-  const std::string& name() const override { return name_; }
-  void* native_handle() const override { return cs_; }
-  cudaStream_t cuda() const { return cs_; }
-
-  struct Task {
-    bool host = false;
-    std::vector<Event> waits;
-    std::function<Status()> host_work;
-    std::function<Status(void*)> device_work;
-    LaunchOptions o;
-    std::shared_ptr<Event::State> done;
-  };
-  Event push(Task t) {
-    t.done = std::make_shared<Event::State>();
-    Event e(t.done);
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      last_ = t.done;
-      q_.push_back(std::move(t));
-      ++pending_;
-      queued_.fetch_add(1, std::memory_order_release);
-    }
-    cv_.notify_all();
-    return e;
-  }
-  std::shared_ptr<Event::State> last_submitted() const {
-    std::lock_guard<std::mutex> lk(mu_);
-    return last_;
-  }
-  // Blocks until the worker has taken and finished every task.
-  void drain() {
-    std::unique_lock<std::mutex> lk(mu_);
-    idle_cv_.wait(lk, [&] { return pending_ == 0; });
-  }
-
- private:
-  void loop() {
-    (void)cudaSetDevice(ordinal_);  // cannot fail: the device was set up on this ordinal
-    for (;;) {
-      Task t;
-      (void)spin_until([&] { return queued_.load(std::memory_order_acquire) > 0; });
-      {
-        std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
-        if (q_.empty()) return;
-        t = std::move(q_.front());
-        q_.pop_front();
-        queued_.fetch_sub(1, std::memory_order_relaxed);
-      }
-      const Status s = t.host ? run_host(t) : run_device(t);
-      // Captured buffers go back to their cache (fenced by this task at the latest) before the Event completes.
-      t.host_work = nullptr;
-      t.device_work = nullptr;
-      t.done->finish(s);
-      log_.note(s);
-      std::lock_guard<std::mutex> lk(mu_);
-      if (--pending_ == 0) idle_cv_.notify_all();
-    }
-  }
-
-  Status run_host(Task& t) {
-    Status s;
-    for (const Event& e : t.waits) {
-      Status w = e.wait();
-      if (!w.ok() && s.ok()) s = w;  // skipped: a dependency failed (its error travels on)
-    }
-    // Even when skipping: a completed Event of this stream means all work queued on it before has run.
-    if (last_event_) {
-      Status g = cuda_event_sync(last_event_.get());
-      if (!g.ok() && s.ok()) s = g;
-    }
-    if (s.ok() && t.host_work) s = t.host_work();
-    return s;
-  }
-
-  Status run_device(Task& t) {
-    for (const Event& e : t.waits) {
-      Status w = t.o.sync_waits ? e.wait() : e.queued();
-      if (w.ok()) w = order_after(e, t.o.sync_waits);
-      if (!w.ok()) {
-        set_native(*t.done, last_event_);  // as in run_host: complete only after the stream's earlier work
-        return w;
-      }
-    }
-    const bool timed = t.o.start_s || t.o.end_s;
-    Status s;
-    std::shared_ptr<void> start;
-    if (timed) {
-      auto e = new_event(true);
-      s = e.ok() ? ZS_CUDA_STATUS(cudaEventRecord(as_event(*e), cs_)) : e.status();
-      if (s.ok()) start = *e;
-    }
-    if (s.ok() && t.device_work) s = t.device_work(cs_);
-    // Recorded even after a failure: whatever `work` queued before failing is covered.
-    auto done_ev = new_event(timed);
-    Status r = done_ev.ok() ? ZS_CUDA_STATUS(cudaEventRecord(as_event(*done_ev), cs_)) : done_ev.status();
-    if (r.ok()) {
-      last_event_ = *done_ev;
-      if (start) {
-        std::lock_guard<std::mutex> lk(log_.mu);
-        log_.spans.push_back({std::move(start), last_event_, t.o.start_s, t.o.end_s, t.o.epoch});
-      }
-    } else if (s.ok()) {
-      s = r;
-    }
-    set_native(*t.done, last_event_);
-    return s;
-  }
-
-  // The GPU side of a wait: this stream waits for the event's cudaEvent (nothing left after a full host wait).
-  Status order_after(const Event& e, bool waited) {
-    const auto& st = e.state();
-    if (waited || !st || !st->native) return {};
-    if (st->native_sync == &cuda_event_sync)
-      return ZS_CUDA_STATUS(cudaStreamWaitEvent(cs_, static_cast<cudaEvent_t>(st->native.get()), 0));
-    return e.wait();  // some other device's marker: wait for it on the host
-  }
-
-  std::string name_;
-  cudaStream_t cs_ = nullptr;
-  int ordinal_ = 0;
-  DeviceLog& log_;
-  std::thread worker_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
-  std::deque<Task> q_;
-  int64_t pending_ = 0;
-  std::atomic<int64_t> queued_{0};  // q_.size(), for the worker's spin before it sleeps
-  bool stop_ = false;
-  std::shared_ptr<Event::State> last_;  // the last task pushed (fences)
-  std::shared_ptr<void> last_event_;    // worker thread only: the completion cudaEvent of the last device task
 };
 
 // --- the device ------------------------------------------------------------------------------------------------
