@@ -179,6 +179,18 @@ void cast_to_lp(AdamKernel k, uint16_t* out, const float* in, int64_t n, LpDtype
   }
 }
 
+void scale_f32(AdamKernel k, float* x, float mul, int64_t n) {
+  switch (k) {
+    case AdamKernel::scalar:
+      for (int64_t i = 0; i < n; ++i) x[i] *= mul;
+      return;
+    case AdamKernel::avx2:
+      return detail::scale_avx2(x, mul, n);
+    case AdamKernel::avx512:
+      return detail::scale_avx512(x, mul, n);
+  }
+}
+
 int64_t adam_bytes_per_element(GradDtype g, StateDtype s, LpDtype lp) {
   const int64_t state = s == StateDtype::fp32 ? 4 : 2;
   return 8 + (g == GradDtype::fp32 ? 4 : 2) + 4 * state + (lp == LpDtype::none ? 0 : 2);

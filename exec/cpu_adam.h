@@ -86,6 +86,13 @@ void adam_kernel(AdamKernel k, const AdamScalars& s, const AdamBuffers& b, int64
 // fp32 → lp (fp16 or bf16 bits) with kernel k's vectors: the copy-back of updated masters, bit-identical for
 // every kernel (round to nearest even, DeepSpeed's NaN).
 void cast_to_lp(AdamKernel k, uint16_t* out, const float* in, int64_t n, LpDtype lp);
+// x[i] *= mul with kernel k's vectors (DeepSpeed's unscale_and_clip_grads pass, torch's vectorised mul_): one
+// rounding per element, so every kernel gives the same bits.
+void scale_f32(AdamKernel k, float* x, float mul, int64_t n);
+
+// The engine's work units on CPU Adam's threads: Adam's tiles, and the chunks of its streaming passes (unscale,
+// casts). `train --write-device-profile` times the passes with the same units.
+inline constexpr int64_t kAdamTileElems = 64 * 1024, kCpuPassChunkElems = 32 * 1024;
 
 struct AdamOptions {
   AdamKernel kernel = best_adam_kernel();

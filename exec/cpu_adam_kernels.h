@@ -17,6 +17,8 @@ void adam_avx512(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int6
 // bit-identical to float_to_fp16 / float_to_bf16 (exec/half.h).
 void cast_lp_avx2(uint16_t* out, const float* in, int64_t n, bool fp16);
 void cast_lp_avx512(uint16_t* out, const float* in, int64_t n, bool fp16);
+void scale_avx2(float* x, float mul, int64_t n);
+void scale_avx512(float* x, float mul, int64_t n);
 bool cpu_has_avx2_fma_f16c();
 bool cpu_has_avx512();
 

@@ -243,6 +243,24 @@ void cast_lp_avx2(uint16_t* out, const float* in, int64_t n, bool fp16) {
   cast_tail(out, in, cast256(out, in, n, fp16), n, fp16);
 }
 
+namespace {
+#define ZS_SCALE_LOOP(V)                                                                     \
+  const V::F m = V::set1(mul);                                                               \
+  int64_t i = 0;                                                                             \
+  for (; i + V::kWidth <= n; i += V::kWidth) V::store(x + i, V::mul(V::load(x + i), m));     \
+  return i
+
+ZS_TARGET_AVX512_FN int64_t scale512(float* x, float mul, int64_t n) { ZS_SCALE_LOOP(V512); }
+ZS_TARGET_AVX2_FN int64_t scale256(float* x, float mul, int64_t n) { ZS_SCALE_LOOP(V256); }
+}  // namespace
+
+void scale_avx512(float* x, float mul, int64_t n) {
+  for (int64_t i = scale512(x, mul, n); i < n; ++i) x[i] *= mul;
+}
+void scale_avx2(float* x, float mul, int64_t n) {
+  for (int64_t i = scale256(x, mul, n); i < n; ++i) x[i] *= mul;
+}
+
 }  // namespace zs::exec::detail
 
 #else  // not x86-64: the scalar reference is the only kernel
@@ -259,6 +277,10 @@ void adam_avx2(const AdamScalars& s, const AdamBuffers& b, int64_t begin, int64_
 void cast_lp_avx512(uint16_t* out, const float* in, int64_t n, bool fp16) { cast_lp_avx2(out, in, n, fp16); }
 void cast_lp_avx2(uint16_t* out, const float* in, int64_t n, bool fp16) {
   for (int64_t i = 0; i < n; ++i) out[i] = fp16 ? float_to_fp16(in[i]) : float_to_bf16(in[i]);
+}
+void scale_avx512(float* x, float mul, int64_t n) { scale_avx2(x, mul, n); }
+void scale_avx2(float* x, float mul, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= mul;
 }
 }  // namespace zs::exec::detail
 

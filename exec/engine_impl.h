@@ -191,6 +191,7 @@ struct Engine::Impl {
   // as DeepSpeed's CPU-side grad.mul_ and fp32 -> lp copy_ run; one caller at a time (the cpu_adam stream, or the
   // host after synchronize()).
   void host_parallel(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+  void host_scale(float* x, float mul, int64_t n);
   Scalars cur, pending;        // this step's scalars; dpu: the previous step's (its gradients are applied now)
   bool pending_grads = false;  // dpu: fp32 gradients of the previous step wait in their buffers
   std::vector<Event> op_event;

@@ -35,14 +35,20 @@ void Engine::Impl::adam_update(const AdamBuffers& b, bool on_cpu, int64_t step) 
     adam_kernel(k, sc, b, 0, b.n);
     return;
   }
-  const int64_t tile = 64 * 1024, tiles = (b.n + tile - 1) / tile;
+  const int64_t tile = kAdamTileElems, tiles = (b.n + tile - 1) / tile;
   adam_pool->run(tiles, [&](int64_t t) { adam_kernel(k, sc, b, t * tile, std::min(b.n, (t + 1) * tile)); });
 }
 
 void Engine::Impl::host_parallel(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  constexpr int64_t grain = 32768;
+  constexpr int64_t grain = kCpuPassChunkElems;
   const int64_t chunks = (n + grain - 1) / grain;
   adam_pool->run(chunks, [&](int64_t c) { fn(c * grain, std::min(n, (c + 1) * grain)); });
+}
+
+// unscale_and_clip_grads on the host: x *= mul over CPU Adam's threads, with its SIMD kernel.
+void Engine::Impl::host_scale(float* x, float mul, int64_t n) {
+  const AdamKernel k = best_adam_kernel();
+  host_parallel(n, [x, mul, k](int64_t lo, int64_t hi) { scale_f32(k, x + lo, mul, hi - lo); });
 }
 
 Status Engine::Impl::op_adam(const core::Op& op) {
@@ -156,9 +162,7 @@ Status Engine::Impl::op_adam(const core::Op& op) {
       if (!sc) return sc.error();
       if (!*sc) return Status{};
       const float mul = (*sc)->multiplier;
-      host_parallel(ab.n, [g32, mul](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) g32[i] *= mul;
-      });
+      host_scale(g32, mul, ab.n);
       if (snap) {
         auto* sp = snap->as<unsigned char>();
         std::memcpy(sp, ab.params, static_cast<size_t>(4 * ab.n));
@@ -275,9 +279,7 @@ Status Engine::Impl::finish_overlap() {
       if (!cur.overflow) {
         float* g32 = g.g32;
         const float mul = cur.multiplier;
-        host_parallel(g.elements, [g32, mul](int64_t lo, int64_t hi) {
-          for (int64_t i = lo; i < hi; ++i) g32[i] *= mul;
-        });
+        host_scale(g32, mul, g.elements);
         AdamBuffers ab;
         ab.params = g.master;
         ab.grads = g.g32;

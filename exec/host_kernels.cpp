@@ -50,7 +50,7 @@ class HostKernels : public DeviceKernels {
     return {};
   }
   Status scale(float* x, float mul, int64_t n, void*) override {
-    for (int64_t i = 0; i < n; ++i) x[i] *= mul;
+    scale_f32(best_adam_kernel(), x, mul, n);
     return {};
   }
   Status adam(const AdamScalars& sc, const AdamBuffers& b, void*) override {

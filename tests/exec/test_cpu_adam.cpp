@@ -314,3 +314,35 @@ TEST_CASE("the SIMD fp32 -> lp copy-back casts equal the scalar converters bit f
     }
   }
 }
+
+TEST_CASE("the unscale pass: every kernel gives the scalar loop's bits, tails included", "[exec][cpu_adam]") {
+  std::vector<float> in;
+  uint32_t x = 0x9e3779b9u;
+  for (int i = 0; i < 4099; ++i) {  // not a multiple of 8 or 16
+    x = x * 1664525u + 1013904223u;
+    uint32_t u = x & 0xbfffffffu;  // random sign, mantissa and exponent below 2^64: no overflow after the scale
+    float f;
+    std::memcpy(&f, &u, 4);
+    in.push_back(f);
+  }
+  for (float f : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-38f, 1e-45f, 3.4e38f}) in.push_back(f);
+  const auto n = static_cast<int64_t>(in.size());
+  for (float mul : {1.0f, 0.125f, 1.0f / 3.0f, 3.0f}) {
+    std::vector<float> ref = in;
+    for (float& f : ref) f *= mul;
+    for (AdamKernel k : {AdamKernel::scalar, AdamKernel::avx2, AdamKernel::avx512}) {
+      if (!adam_kernel_supported(k)) continue;
+      for (int64_t off : {int64_t{0}, int64_t{3}}) {  // aligned and unaligned starts
+        std::vector<float> out = in;
+        scale_f32(k, out.data() + off, mul, n - off);
+        size_t diff = 0;
+        for (size_t i = 0; i < out.size(); ++i) {
+          const float want = static_cast<int64_t>(i) < off ? in[i] : ref[i];
+          diff += std::memcmp(&out[i], &want, 4) != 0;
+        }
+        INFO(to_string(k) << " mul " << mul << " offset " << off);
+        CHECK(diff == 0);
+      }
+    }
+  }
+}
