@@ -298,7 +298,7 @@ void run_train(const Opts& o, int& exit_code) {
   // session down throughout).
   std::optional<exec::HostDeviceProbe> device_probe;
   auto write_device_profile = [&](const exec::HostDeviceProbe* earlier) -> bool {
-    auto hp = exec::probe_host_device(in->model, in->strategy, check, earlier);
+    auto hp = exec::probe_host_device(in->model, in->strategy, check, earlier, adam_threads);
     if (!hp) {
       fail(hp.error().message, exit_code_for(hp.error()));
       return false;
@@ -313,11 +313,16 @@ void run_train(const Opts& o, int& exit_code) {
     if (!o.json) {
       char mb[64] = "folded into the GEMM rate";
       if (hp->mem_bound_Bps < 1e14) std::snprintf(mb, sizeof mb, "%.2f GB/s", hp->mem_bound_Bps / 1e9);
+      char opt[160] = "";
+      if (hp->opt_elements > 0)
+        std::snprintf(opt, sizeof opt, "; CPU Adam %.3g params/s, unscale + cast %.1f GB/s",
+                      static_cast<double>(hp->opt_elements) / hp->adam_s,
+                      static_cast<double>(hp->unscale_bytes + hp->cast_bytes) / (hp->unscale_s + hp->cast_s) / 1e9);
       std::printf(
           "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
-          "(fit rms %.0f%%) -> %s\n",
+          "(fit rms %.0f%%)%s -> %s\n",
           earlier ? "after training, each module's faster session" : "before training", hp->gemm_flops_per_s / 1e9, mb,
-          hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel, o.device_profile.c_str());
+          hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel, opt, o.device_profile.c_str());
     }
     return true;
   };

@@ -99,6 +99,11 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
   }
   c.dram_Bps =
       hw.measured.dram_triad_GBps ? gb(*hw.measured.dram_triad_GBps) : gb(hw.cpu.memory_GBps) * kDramStreamEfficiency;
+  if (hw.measured.cpu_pass_GBps) {
+    c.dram_Bps = gb(*hw.measured.cpu_pass_GBps);
+    prov.push_back({"cpu_passes", fmt("measured %.1f GB/s (unscale and casts at the run's group size)",
+                                      *hw.measured.cpu_pass_GBps)});
+  }
 
   c.pcie_h2d_Bps = gb(hw.links.pcie_h2d_GBps);
   c.pcie_d2h_Bps = gb(hw.links.pcie_d2h_GBps);

@@ -59,6 +59,9 @@ struct MeasuredSpec {
   std::optional<double> dram_adam_pattern_GBps;
   std::optional<double> cpu_adam_params_per_s;  // all threads
   std::optional<int64_t> cpu_adam_threads;
+  // The optimizer's streaming CPU passes (the gradients' unscale, the fp32 → lp cast) on CPU Adam's threads at one
+  // run's group size, bytes moved per second (`train --write-device-profile`, beside the run). Absent: the triad.
+  std::optional<double> cpu_pass_GBps;
   std::optional<double> nvme_read_GBps, nvme_write_GBps;              // per node, through the swapper
   std::optional<double> nvme_read_latency_us, nvme_write_latency_us;  // fixed cost of one swap through the swapper
   // The figures above are for data last written nvme_settle_s or more before (a training step's state); these

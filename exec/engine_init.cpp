@@ -109,12 +109,7 @@ Status Engine::Impl::init_params() {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return core::io_error("NVMe path " + path + ": cannot create " + dir + ": " + ec.message());
-    AioConfig aio;
-    aio.block_size = std::max<int64_t>(4096, s.aio.block_size);
-    aio.queue_depth = static_cast<int>(s.aio.queue_depth);
-    aio.intra_op_parallelism = static_cast<int>(s.aio.intra_op_parallelism);
-    aio.single_submit = s.aio.single_submit;
-    aio.overlap_events = s.aio.overlap_events;
+    const AioConfig aio = aio_from_ds(s.aio);
     // Tensors move zero-copy from the Plan's pinned swap buffers; the swapper's own pool (one buffer) only bounces
     // a ragged last page. A pool buffer is also the swapper's I/O chunk: one aio block
     // (EngineOptions::swap_chunk_bytes overrides it).

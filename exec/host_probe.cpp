@@ -10,10 +10,14 @@
 #include <vector>
 
 #include "core/cost_model.h"
+#include "exec/cpu_adam.h"
 #include "exec/data.h"
 #include "exec/gpt_model.h"
+#include "exec/host_buffer.h"
 #include "exec/host_device.h"
+#include "exec/probe.h"
 #include "exec/spin.h"
+#include "exec/thread_pool.h"
 
 namespace zs::exec {
 namespace {
@@ -27,10 +31,135 @@ struct Aligned {
   std::vector<uint64_t> v;
 };
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The optimizer's CPU passes over one group as the engine runs them (engine_optimizer.cpp): unscale in place,
+// Adam, the fp32 → lp cast into a copy-back buffer, each over CPU Adam's threads in the engine's work units.
+class OptimizerPasses {
+ public:
+  static core::Result<std::unique_ptr<OptimizerPasses>> create(int64_t n, int threads, const core::Strategy& s) {
+    auto o = std::unique_ptr<OptimizerPasses>(new OptimizerPasses(n, threads));
+    const bool bf16_states = s.bf16.bf16_optimizer_states;
+    const int64_t state_b = bf16_states ? 2 : 4;
+    const core::Precision pr = s.model_dtype();
+    o->lp_ = pr == core::Precision::bf16 ? LpDtype::bf16 : pr == core::Precision::fp16 ? LpDtype::fp16 : LpDtype::none;
+    const int64_t lp_b = o->lp_ == LpDtype::none ? 4 : 2;
+    o->p_ = HostBuffer::allocate(static_cast<size_t>(4 * n));
+    o->g_ = HostBuffer::allocate(static_cast<size_t>(4 * n));
+    o->m_ = HostBuffer::allocate(static_cast<size_t>(state_b * n));
+    o->v_ = HostBuffer::allocate(static_cast<size_t>(state_b * n));
+    o->out_ = HostBuffer::allocate(static_cast<size_t>(lp_b * n));
+    if (!o->p_ || !o->g_ || !o->m_ || !o->v_ || !o->out_)
+      return core::io_error("host probe: cannot allocate the optimizer passes' buffers (" +
+                            std::to_string((8 + 2 * state_b + lp_b) * n) + " bytes)");
+    std::fill(o->p_.as<float>(), o->p_.as<float>() + n, 0.5f);
+    std::fill(o->g_.as<float>(), o->g_.as<float>() + n, 1e-3f);
+    std::memset(o->m_.data(), 0, static_cast<size_t>(state_b * n));
+    std::memset(o->v_.data(), 0, static_cast<size_t>(state_b * n));
+    o->b_.params = o->p_.as<float>();
+    o->b_.grads = o->g_.data();
+    o->b_.exp_avg = o->m_.data();
+    o->b_.exp_avg_sq = o->v_.data();
+    o->b_.state_dtype = bf16_states ? StateDtype::bf16 : StateDtype::fp32;
+    o->b_.n = n;
+    CpuAdam adam({}, {.threads = 1});
+    ZS_TRY(adam.step(1, AdamBuffers{}));  // the scalars only
+    o->sc_ = adam.last_scalars();
+    o->unscale_bytes = 8 * n;
+    o->cast_bytes = (4 + lp_b) * n;
+    return o;
+  }
+  // One round of the three passes, each timed; the pool's workers are awake first (the simulator prices a
+  // sleeping pool's wake-up apart, docs/SIM.md "stream wake-up").
+  void run(std::vector<double>& unscale, std::vector<double>& adam, std::vector<double>& cast) {
+    pool_.run_per_thread([](int) {});
+    const AdamKernel k = best_adam_kernel();
+    const int64_t n = b_.n, chunks = (n + kCpuPassChunkElems - 1) / kCpuPassChunkElems;
+    float* g = g_.as<float>();
+    const float mul = 1.0f / 1024;
+    auto t = clk::now();
+    pool_.run(chunks, [&](int64_t c) {
+      const int64_t lo = c * kCpuPassChunkElems;
+      scale_f32(k, g + lo, mul, std::min(n, lo + kCpuPassChunkElems) - lo);
+    });
+    unscale.push_back(seconds_since(t));
+    std::fill(g, g + n, 1e-3f);  // the gradients stay normal numbers over the repeats
+    pool_.run_per_thread([](int) {});
+    t = clk::now();
+    pool_.run((n + kAdamTileElems - 1) / kAdamTileElems, [&](int64_t i) {
+      adam_kernel(k, sc_, b_, i * kAdamTileElems, std::min(n, (i + 1) * kAdamTileElems));
+    });
+    adam.push_back(seconds_since(t));
+    t = clk::now();
+    pool_.run(chunks, [&](int64_t c) {
+      const int64_t lo = c * kCpuPassChunkElems, len = std::min(n, lo + kCpuPassChunkElems) - lo;
+      if (lp_ == LpDtype::none)
+        std::memcpy(out_.as<float>() + lo, b_.params + lo, static_cast<size_t>(4 * len));
+      else
+        cast_to_lp(k, out_.as<uint16_t>() + lo, b_.params + lo, len, lp_);
+    });
+    cast.push_back(seconds_since(t));
+  }
+  int threads() const { return pool_.threads(); }
+  int64_t unscale_bytes = 0, cast_bytes = 0;
+
+ private:
+  OptimizerPasses(int64_t, int threads) : pool_(threads) {}
+  ThreadPool pool_;
+  HostBuffer p_, g_, m_, v_, out_;
+  AdamBuffers b_;
+  AdamScalars sc_;
+  LpDtype lp_ = LpDtype::none;
+};
+
+// The run's NVMe swaps: the Plan's smallest and largest (a second size when they are close, for the line's
+// latency), timed as `zerosim probe` times its swaps (measure_nvme), settled and at once.
+core::Status time_swaps(const core::Strategy& s, const core::Plan& plan, const HostDeviceProbe* earlier,
+                        HostDeviceProbe& hp) {
+  int64_t lo = 0, hi = 0;
+  for (const auto& op : plan.ops)
+    if ((op.kind == core::OpKind::nvme_read || op.kind == core::OpKind::nvme_write) && op.rank == 0 && op.bytes > 0) {
+      lo = lo == 0 ? op.bytes : std::min(lo, op.bytes);
+      hi = std::max(hi, op.bytes);
+    }
+  if (hi == 0) return {};
+  if (hi < 2 * lo) lo = std::max<int64_t>(4096, hi / 8);
+  const auto& z = s.zero;
+  const std::string path =
+      z.offload_optimizer.device == core::OffloadDevice::nvme ? z.offload_optimizer.nvme_path : z.offload_param.nvme_path;
+  if (path.empty()) return core::bad_input("host probe: the Plan swaps to NVMe but the ds_config names no nvme_path");
+  const AioConfig aio = aio_from_ds(s.aio);
+  if (earlier && (earlier->nvme_small != lo || earlier->nvme_large != hi))
+    return core::internal_error("host probe: the earlier session timed other swaps");
+  hp.nvme_small = lo;
+  hp.nvme_large = hi;
+  hp.aio_block_size = aio.block_size;
+  hp.aio_queue_depth = aio.queue_depth;
+  for (int hot = 0; hot < 2; ++hot) {
+    for (int large = 0; large < 2; ++large) {
+      auto x = measure_nvme({path}, aio, large ? hi : lo, 2, true, nullptr, 4, hot ? 0.0 : kNvmeSettleS);
+      if (!x) return core::io_error("host probe: NVMe path " + path + ": " + x.error().message);
+      double& r = large ? hp.read_large_s[hot] : hp.read_small_s[hot];
+      double& w = large ? hp.write_large_s[hot] : hp.write_small_s[hot];
+      r = x->read_median_s;
+      w = x->write_median_s;
+      if (earlier) {
+        r = std::min(r, large ? earlier->read_large_s[hot] : earlier->read_small_s[hot]);
+        w = std::min(w, large ? earlier->write_large_s[hot] : earlier->write_small_s[hot]);
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
-                                                const core::Plan& plan, const HostDeviceProbe* earlier) {
+                                                const core::Plan& plan, const HostDeviceProbe* earlier,
+                                                int cpu_threads) {
   auto gm = GptModel::create(m, dtype_of(s.model_dtype()), s.micro_batch_per_gpu, s.run.seq_len);
   if (!gm) return gm.error();
   const GptModel& g = *gm;
@@ -89,7 +218,18 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     c.dres_in = blk >= 0 ? dres[(L - 1 - blk + 2) % 2] : dres[L % 2];
     c.dres_out = blk >= 0 ? dres[(L - blk) % 2] : nullptr;
   };
-  // Repeated full forward + backward passes, each module timed; the median per module.
+  // The optimizer's CPU passes at the run's largest CPU-updated group, if any.
+  int64_t opt_n = 0;
+  for (const auto& op : plan.ops)
+    if (op.kind == core::OpKind::adam_cpu && op.rank == 0) opt_n = std::max(opt_n, op.elements);
+  std::unique_ptr<OptimizerPasses> opt;
+  if (opt_n > 0) {
+    auto o = OptimizerPasses::create(opt_n, cpu_threads > 0 ? cpu_threads : available_cpus(), s);
+    if (!o) return o.error();
+    opt = std::move(*o);
+  }
+  std::vector<double> t_unscale, t_adam, t_cast;
+  // Repeated full forward + backward passes, each module timed, then the optimizer's passes; the median of each.
   const int reps = 5;
   std::vector<std::vector<double>> tf(mods.size()), tb(mods.size());
   for (int r = 0; r < reps; ++r) {
@@ -105,11 +245,9 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
       g.backward(i, c);
       tb[i].push_back(seconds_since(t));
     }
+    if (opt) opt->run(t_unscale, t_adam, t_cast);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
+  auto median = median_of;
   // Fit t ≈ F·x + M·y (x = 1/rate, y = 1/bandwidth) by least squares on the times themselves (the big modules,
   // which make the step, weigh most), both ≥ 0.
   struct Sample {
@@ -123,6 +261,18 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     hp.backward_s.push_back(earlier ? std::min(earlier->backward_s[i], median(tb[i])) : median(tb[i]));
   }
   hp.sessions = earlier ? earlier->sessions + 1 : 1;
+  if (opt) {
+    if (earlier && earlier->opt_elements != opt_n)
+      return core::internal_error("host probe: the earlier session timed another optimizer group");
+    hp.opt_elements = opt_n;
+    hp.opt_threads = opt->threads();
+    hp.unscale_bytes = opt->unscale_bytes;
+    hp.cast_bytes = opt->cast_bytes;
+    auto faster = [&](double now, double before) { return earlier ? std::min(now, before) : now; };
+    hp.unscale_s = faster(median(t_unscale), earlier ? earlier->unscale_s : 0);
+    hp.adam_s = faster(median(t_adam), earlier ? earlier->adam_s : 0);
+    hp.cast_s = faster(median(t_cast), earlier ? earlier->cast_s : 0);
+  }
   std::vector<Sample> smp;
   double sum_f = 0, sum_b = 0;
   for (size_t i = 0; i < mods.size(); ++i) {
@@ -222,6 +372,7 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   // first 16 are warm-up and the median of the rest is the figure.
   hp.stream_wake_s = median(std::vector<double>(wake.begin() + 16, wake.end()));
   if (earlier && earlier->stream_wake_s > 0) hp.stream_wake_s = std::min(hp.stream_wake_s, earlier->stream_wake_s);
+  ZS_TRY(time_swaps(s, plan, earlier, hp));
   return hp;
 }
 
@@ -237,15 +388,51 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   h.gpu.hbm_GBps = p.mem_bound_Bps / 1e9 / core::gpu_type_defaults(h.gpu.name).hbm_efficiency;
   const double copy = p.copy_Bps / 1e9;
   h.links.pcie_h2d_GBps = h.links.pcie_d2h_GBps = h.links.pcie_host_GBps = copy;
-  char src[2048];
+  char opt[256] = "";
+  if (p.opt_elements > 0 && p.adam_s > 0 && p.unscale_s + p.cast_s > 0) {
+    h.measured.cpu_adam_params_per_s = static_cast<double>(p.opt_elements) / p.adam_s;
+    h.measured.cpu_adam_threads = p.opt_threads;
+    h.measured.cpu_pass_GBps = static_cast<double>(p.unscale_bytes + p.cast_bytes) / (p.unscale_s + p.cast_s) / 1e9;
+    std::snprintf(opt, sizeof opt,
+                  ", CPU Adam %.3g params/s and the unscale and cast %.1f GB/s at the run's group (%lld elements, "
+                  "%d threads)",
+                  *h.measured.cpu_adam_params_per_s, *h.measured.cpu_pass_GBps,
+                  static_cast<long long>(p.opt_elements), p.opt_threads);
+  }
+  char nv[256] = "";
+  if (p.nvme_large > 0) {
+    auto& ms = h.measured;
+    const SwapLine r = fit_swap_line(p.nvme_small, p.read_small_s[0], p.nvme_large, p.read_large_s[0]);
+    const SwapLine w = fit_swap_line(p.nvme_small, p.write_small_s[0], p.nvme_large, p.write_large_s[0]);
+    const SwapLine rh = fit_swap_line(p.nvme_small, p.read_small_s[1], p.nvme_large, p.read_large_s[1]);
+    const SwapLine wh = fit_swap_line(p.nvme_small, p.write_small_s[1], p.nvme_large, p.write_large_s[1]);
+    ms.nvme_read_GBps = r.rate_Bps / 1e9;
+    ms.nvme_read_latency_us = r.latency_s * 1e6;
+    ms.nvme_write_GBps = w.rate_Bps / 1e9;
+    ms.nvme_write_latency_us = w.latency_s * 1e6;
+    ms.nvme_hot_read_GBps = rh.rate_Bps / 1e9;
+    ms.nvme_hot_read_latency_us = rh.latency_s * 1e6;
+    ms.nvme_hot_write_GBps = wh.rate_Bps / 1e9;
+    ms.nvme_hot_write_latency_us = wh.latency_s * 1e6;
+    ms.nvme_settle_s = kNvmeSettleS;
+    ms.aio_block_size = p.aio_block_size;  // the lines are the ds_config's own: core::apply_aio scales by 1
+    ms.aio_queue_depth = p.aio_queue_depth;
+    std::snprintf(nv, sizeof nv,
+                  ", NVMe swaps of %lld and %lld bytes: read %.0f us + bytes at %.2f GB/s, write %.0f us + bytes at "
+                  "%.2f GB/s (%.1f s old; at once read %.0f us + %.2f GB/s, write %.0f us + %.2f GB/s)",
+                  static_cast<long long>(p.nvme_small), static_cast<long long>(p.nvme_large), r.latency_s * 1e6,
+                  r.rate_Bps / 1e9, w.latency_s * 1e6, w.rate_Bps / 1e9, kNvmeSettleS, rh.latency_s * 1e6,
+                  rh.rate_Bps / 1e9, wh.latency_s * 1e6, wh.rate_Bps / 1e9);
+  }
+  char src[2800];
   std::snprintf(src, sizeof src,
                 "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
                 "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), "
                 "backward %.2fx "
-                "forward, copies %.2f GB/s, a stream asleep after %.0f us idle starts %.0f us late (the faster of %d "
-                "sessions per module)",
+                "forward, copies %.2f GB/s, a stream asleep after %.0f us idle starts %.0f us late%s%s (the faster of %d "
+                "sessions per module and pass)",
                 h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
-                p.backward_ratio, copy, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, p.sessions);
+                p.backward_ratio, copy, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, opt, nv, p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

@@ -4,7 +4,11 @@
 // the modules' backward time to their forward time (measured.backward_time_ratio), and its copy bandwidth (H2D/D2H
 // are memcpys), and how late a sleeping stream thread starts handed-over work. `zerosim probe` measures the machine
 // (DRAM, CPU Adam, NVMe); this measures the stand-in GPU, so `simulate` can predict a `train --device host` run
-// (docs/ENGINE.md "Validation").
+// (docs/ENGINE.md "Validation"). When the optimizer runs on the CPU it also times the optimizer's CPU passes
+// (unscale, Adam, the fp32 → lp cast) at the run's largest group on CPU Adam's threads, between the passes over the
+// modules, so with the caches and threads as a training step leaves them; and with NVMe offload, swaps of the
+// run's sizes. On a shared VM these rates move by 2x within an hour (docs/VALIDATION.md), so `zerosim probe`'s
+// figures from earlier do not price this run.
 //   auto hp = probe_host_device(model, strategy, plan);
 //   core::Hardware h = apply_host_probe(probed_profile, *hp);
 #pragma once
@@ -35,6 +39,18 @@ struct HostDeviceProbe {
   // merged into them.
   std::vector<double> forward_s, backward_s;
   int sessions = 1;
+  // The optimizer's CPU passes (opt_elements 0: the optimizer is not on the CPU): one group of opt_elements on
+  // opt_threads threads; per pass the median over the session's repeats (merged: the faster session).
+  int64_t opt_elements = 0;
+  int opt_threads = 0;
+  int64_t unscale_bytes = 0, cast_bytes = 0;  // bytes each pass moves (unscale: fp32 read + write)
+  double unscale_s = 0, adam_s = 0, cast_s = 0;
+  // NVMe swaps at the run's sizes (nvme_large 0: the Plan swaps nothing): the Plan's smallest and largest swap,
+  // through the swapper on the ds_config's nvme_path and aio settings, 4 tensors out then in; each size's median
+  // swap, [0] read kNvmeSettleS after its write, [1] at once (merged: the faster session).
+  int64_t nvme_small = 0, nvme_large = 0;
+  int64_t aio_block_size = 0, aio_queue_depth = 0;
+  double read_small_s[2] = {}, read_large_s[2] = {}, write_small_s[2] = {}, write_large_s[2] = {};
 };
 
 // With `earlier` (a probe of the same model and strategy, e.g. from before a training run): each module's time is
@@ -42,11 +58,14 @@ struct HostDeviceProbe {
 // that. A session is ~2 s; on a shared VM a neighbour can slow all of one down (here: GEMM 2x slower in 2 of 12
 // runs), which the other session then outvotes.
 core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
-                                                const core::Plan& plan, const HostDeviceProbe* earlier = nullptr);
+                                                const core::Plan& plan, const HostDeviceProbe* earlier = nullptr,
+                                                int cpu_threads = 0);
 
 // `base` with the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1), HBM = the fitted
 // bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the measured one),
-// PCIe = the copy bandwidth; name and source say so.
+// PCIe = the copy bandwidth; with the optimizer's passes, CPU Adam = their Adam rate and cpu_pass_GBps = the
+// unscale's and cast's bytes over their time; with the swaps, the NVMe lines (settled and at once) through the two
+// sizes, fitted at the ds_config's aio settings; name and source say so.
 core::Hardware apply_host_probe(core::Hardware base, const HostDeviceProbe& p);
 
 }  // namespace zs::exec

@@ -66,6 +66,16 @@ std::vector<int> thread_counts(int all) {
 
 }  // namespace
 
+SwapLine fit_swap_line(int64_t b1_bytes, double t1, int64_t b2_bytes, double t2) {
+  const double b1 = static_cast<double>(b1_bytes), b2 = static_cast<double>(b2_bytes);
+  double rate = t2 > t1 ? (b2 - b1) / (t2 - t1) : 0, lat = rate > 0 ? t1 - b1 / rate : -1;
+  if (lat < 0) {
+    rate = b2 / t2;
+    lat = std::max(0.0, t1 - b1 / rate);
+  }
+  return {rate, lat};
+}
+
 core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
                                       int reps, bool checksums, std::vector<std::string>* warnings, int files,
                                       double settle_s) {
@@ -206,7 +216,7 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
     // seen by the engine, and 13 MB read 0.4-1 s after their write take 6.4-7.0 ms against 4.6-4.9 ms at once.
     nv.file_bytes = o.quick ? (16 << 20) : (64 << 20);
     nv.files = o.quick ? 2 : 4;
-    nv.settle_s = o.quick ? 0.1 : 0.5;
+    nv.settle_s = o.quick ? 0.1 : kNvmeSettleS;
     const std::vector<int64_t> blocks =
         o.quick ? std::vector<int64_t>{1 << 20} : std::vector<int64_t>{256 << 10, 1 << 20, 4 << 20};
     const std::vector<int> depths = {8, 32};
@@ -254,15 +264,10 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
         hot.push_back(*b);
       }
       auto s = median_sample(settled, nv.latency_bytes), hs = median_sample(hot, nv.latency_bytes);
-      const double b1 = static_cast<double>(nv.latency_bytes), b2 = static_cast<double>(nv.file_bytes);
       auto fit = [&](double t1, double t2, double* rate_GBps, double* latency_s) {
-        double rate = t2 > t1 ? (b2 - b1) / (t2 - t1) : 0, lat = rate > 0 ? t1 - b1 / rate : -1;
-        if (lat < 0) {  // medians that cross on a noisy disk: the large swap's rate stands
-          rate = b2 / t2;
-          lat = std::max(0.0, t1 - b1 / rate);
-        }
-        *rate_GBps = rate / 1e9;
-        *latency_s = lat;
+        const SwapLine l = fit_swap_line(nv.latency_bytes, t1, nv.file_bytes, t2);
+        *rate_GBps = l.rate_Bps / 1e9;
+        *latency_s = l.latency_s;
       };
       fit(s.read_median_s, nv.best.read_median_s, &nv.read_GBps, &nv.read_latency_s);
       fit(s.write_median_s, nv.best.write_median_s, &nv.write_GBps, &nv.write_latency_s);

@@ -123,6 +123,17 @@ struct ProbeResult {
 
 core::Result<ProbeResult> run_probe(const ProbeOptions& o);
 
+// How long the probe leaves swapped-out data before it reads it back for the settled figures (a training step's
+// state is this old or older when it is read again; docs/SIM.md "NVMe data age").
+inline constexpr double kNvmeSettleS = 0.5;
+
+// One swap takes latency + bytes / rate: the line through the median swap times t1 at b1 bytes and t2 at b2 > b1.
+// Medians that cross (a noisy disk): the large swap's rate stands and the latency is what is left of t1, ≥ 0.
+struct SwapLine {
+  double rate_Bps = 0, latency_s = 0;
+};
+SwapLine fit_swap_line(int64_t b1, double t1, int64_t b2, double t2);
+
 // One NVMe sample through the Swapper, set up as the engine sets it up (zero_copy_swapper_options): per repeat,
 // `files` tensors of `bytes` swapped out one after another, then, `settle_s` later, swapped in in the same order
 // (a read never follows its own write at once, as in training); the median and the fastest swap of each direction.

@@ -8,6 +8,16 @@
 
 namespace zs::exec {
 
+AioConfig aio_from_ds(const core::AioConfig& a) {
+  AioConfig aio;
+  aio.block_size = std::max<int64_t>(4096, a.block_size);
+  aio.queue_depth = static_cast<int>(a.queue_depth);
+  aio.intra_op_parallelism = static_cast<int>(a.intra_op_parallelism);
+  aio.single_submit = a.single_submit;
+  aio.overlap_events = a.overlap_events;
+  return aio;
+}
+
 using core::bad_input;
 using core::Error;
 using core::io_error;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/strategy.h"
 #include "exec/io_env.h"
 
 namespace zs::exec {
@@ -34,6 +35,9 @@ struct AioConfig {
   bool single_submit = false;    // one io_submit per iocb instead of one per batch
   bool overlap_events = true;    // sliding window; false = submit queue_depth, wait for all, repeat
 };
+
+// The ds_config's "aio" section as the swapper takes it (a block is at least one 4 KiB page).
+AioConfig aio_from_ds(const core::AioConfig& a);
 
 struct SwapperOptions {
   std::vector<std::string> paths;  // one or more directories; tensors are striped over all of them

@@ -1,10 +1,13 @@
 // The probe (quick mode, a few seconds) and the profile it writes: it must load with load_hardware_file,
 // which is what `fit` and `simulate` do with `--hardware FILE`. Also the report's shape and membw helpers.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "core/cost_model.h"
 #include "core/hardware.h"
@@ -21,6 +24,32 @@
 
 using namespace zs;
 namespace fs = std::filesystem;
+
+namespace {
+// The tiny model on the CI profile, micro batch 2, sequence 32, bf16, with `zero` as zero_optimization.
+struct HostProbeCase {
+  core::ModelSpec m;
+  core::Hardware hw;
+  core::Strategy s;
+  core::Plan plan;
+};
+HostProbeCase host_probe_case(const std::string& zero) {
+  auto m = core::load_model("tiny");
+  auto hw = core::load_hardware("ci-2core");
+  REQUIRE(m.ok());
+  REQUIRE(hw.ok());
+  core::RunSettings run;
+  run.seq_len = 32;
+  run.hidden = m->hidden;
+  auto s = core::parse_ds_config_text(
+      R"({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}, "zero_optimization": )" + zero + "}",
+      "probe.json", run);
+  INFO((s.ok() ? std::string() : s.error().message));
+  REQUIRE(s.ok());
+  core::Plan plan = core::make_plan(*m, *hw, *s);
+  return {*m, *hw, *s, std::move(plan)};
+}
+}  // namespace
 
 TEST_CASE("probe --quick measures everything and its profile loads back", "[exec][probe]") {
   std::string dir = "/tmp/zs_test_probe_XXXXXX";
@@ -237,18 +266,11 @@ TEST_CASE("membw helpers return plausible figures", "[exec][probe]") {
 
 TEST_CASE("the host device's probe: rates from the module forwards, one backward/forward ratio, into the profile",
           "[exec][probe]") {
-  auto m = core::load_model("tiny");
-  auto hw = core::load_hardware("ci-2core");
-  REQUIRE(m.ok());
-  REQUIRE(hw.ok());
-  core::RunSettings run;
-  run.seq_len = 32;
-  run.hidden = m->hidden;
-  auto s = core::parse_ds_config_text(
-      R"({"train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})",
-      "probe.json", run);
-  REQUIRE(s.ok());
-  const core::Plan plan = core::make_plan(*m, *hw, *s);
+  const HostProbeCase k = host_probe_case(R"({"stage": 2})");
+  const core::ModelSpec* m = &k.m;
+  const core::Hardware* hw = &k.hw;
+  const core::Strategy* s = &k.s;
+  const core::Plan& plan = k.plan;
   auto hp = exec::probe_host_device(*m, *s, plan);
   REQUIRE(hp.ok());
   CHECK(hp->gemm_flops_per_s > 1e6);
@@ -296,4 +318,134 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   auto bad = exec::probe_host_device(*m, *s, plan, &other);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("another model") != std::string::npos);
+}
+
+TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's group, into the profile",
+          "[exec][probe]") {
+  const HostProbeCase k = host_probe_case(R"({"stage": 2, "offload_optimizer": {"device": "cpu"}})");
+  const core::ModelSpec* m = &k.m;
+  const core::Hardware* hw = &k.hw;
+  const core::Strategy* s = &k.s;
+  const core::Plan& plan = k.plan;
+  int64_t group = 0;
+  for (const auto& op : plan.ops)
+    if (op.kind == core::OpKind::adam_cpu) group = std::max(group, op.elements);
+  REQUIRE(group > 0);
+  auto hp = exec::probe_host_device(*m, *s, plan, nullptr, 2);
+  REQUIRE(hp.ok());
+  CHECK(hp->opt_elements == group);
+  CHECK(hp->opt_threads == 2);
+  CHECK(hp->unscale_bytes == 8 * group);  // fp32 gradients read and written
+  CHECK(hp->cast_bytes == 6 * group);     // fp32 master read, bf16 written
+  // Each pass takes time, and none streams faster than 10 TB/s or runs Adam faster than 1e12 params/s.
+  CHECK(hp->unscale_s > static_cast<double>(hp->unscale_bytes) / 1e13);
+  CHECK(hp->cast_s > static_cast<double>(hp->cast_bytes) / 1e13);
+  CHECK(hp->adam_s > static_cast<double>(group) / 1e12);
+  const core::Hardware h = exec::apply_host_probe(*hw, *hp);
+  REQUIRE(h.measured.cpu_adam_params_per_s.has_value());
+  CHECK(*h.measured.cpu_adam_params_per_s == Approx(static_cast<double>(group) / hp->adam_s));
+  REQUIRE(h.measured.cpu_adam_threads.has_value());
+  CHECK(*h.measured.cpu_adam_threads == 2);
+  REQUIRE(h.measured.cpu_pass_GBps.has_value());
+  CHECK(*h.measured.cpu_pass_GBps == Approx(14.0 * static_cast<double>(group) / (hp->unscale_s + hp->cast_s) / 1e9));
+  CHECK(h.source.find("CPU Adam") != std::string::npos);
+  // The simulator prices the passes with it: the cast op costs its bytes at the measured rate.
+  const core::CostModel c = core::cost_model_for(h, s->model_dtype());
+  CHECK(c.dram_Bps == Approx(*h.measured.cpu_pass_GBps * 1e9));
+  CHECK(c.cpu_adam_params_per_s == Approx(*h.measured.cpu_adam_params_per_s));
+  // Round trip through the profile file.
+  const std::string p = (fs::temp_directory_path() / "zs_host_probe_opt.json").string();
+  REQUIRE(core::write_file_atomic(p, core::hardware_to_json(h)).ok());
+  auto back = core::load_hardware_file(p);
+  REQUIRE(back.ok());
+  REQUIRE(back->measured.cpu_pass_GBps.has_value());
+  CHECK(*back->measured.cpu_pass_GBps == Approx(*h.measured.cpu_pass_GBps).epsilon(1e-12));
+  fs::remove(p);
+
+  // A second session: each pass's faster time stands.
+  exec::HostDeviceProbe slow = *hp;
+  slow.unscale_s *= 5;
+  slow.adam_s *= 5;
+  slow.cast_s *= 5;
+  auto hp2 = exec::probe_host_device(*m, *s, plan, &slow, 2);
+  REQUIRE(hp2.ok());
+  CHECK(hp2->adam_s <= slow.adam_s);
+  CHECK(hp2->unscale_s <= slow.unscale_s);
+  CHECK(hp2->cast_s <= slow.cast_s);
+  exec::HostDeviceProbe other = *hp;
+  other.opt_elements += 1;
+  auto bad = exec::probe_host_device(*m, *s, plan, &other, 2);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("optimizer group") != std::string::npos);
+
+  // Optimizer on the GPU: no CPU passes, and the probe's CPU Adam figure stands.
+  const HostProbeCase k0 = host_probe_case(R"({"stage": 2})");
+  auto hp0 = exec::probe_host_device(k0.m, k0.s, k0.plan);
+  REQUIRE(hp0.ok());
+  CHECK(hp0->opt_elements == 0);
+  CHECK_FALSE(exec::apply_host_probe(*hw, *hp0).measured.cpu_pass_GBps.has_value());
+}
+
+TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's aio settings, into the profile",
+          "[exec][probe][nvme]") {
+  const fs::path dir = fs::temp_directory_path() / ("zs_host_probe_nvme_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string p = dir.string();
+  const HostProbeCase k = host_probe_case(
+      R"({"stage": 3, "stage3_param_persistence_threshold": 0, "offload_optimizer": {"device": "nvme", "nvme_path": ")" +
+      p + R"("}, "offload_param": {"device": "nvme", "nvme_path": ")" + p + R"(", "buffer_size": 65536}}, "aio": {"block_size": 262144, "queue_depth": 16})");
+  int64_t lo = 0, hi = 0;
+  for (const auto& op : k.plan.ops)
+    if ((op.kind == core::OpKind::nvme_read || op.kind == core::OpKind::nvme_write) && op.bytes > 0) {
+      lo = lo == 0 ? op.bytes : std::min(lo, op.bytes);
+      hi = std::max(hi, op.bytes);
+    }
+  REQUIRE(hi > 0);
+  auto hp = exec::probe_host_device(k.m, k.s, k.plan);
+  REQUIRE(hp.ok());
+  CHECK(hp->nvme_large == hi);
+  CHECK(hp->nvme_small == (hi < 2 * lo ? std::max<int64_t>(4096, hi / 8) : lo));
+  CHECK(hp->aio_block_size == 262144);
+  CHECK(hp->aio_queue_depth == 16);
+  for (int hot = 0; hot < 2; ++hot) {
+    CHECK(hp->read_small_s[hot] > 0);
+    CHECK(hp->read_large_s[hot] > 0);
+    CHECK(hp->write_small_s[hot] > 0);
+    CHECK(hp->write_large_s[hot] > 0);
+  }
+  const core::Hardware h = exec::apply_host_probe(k.hw, *hp);
+  const exec::SwapLine r = exec::fit_swap_line(hp->nvme_small, hp->read_small_s[0], hp->nvme_large, hp->read_large_s[0]);
+  REQUIRE(h.measured.nvme_read_GBps.has_value());
+  CHECK(*h.measured.nvme_read_GBps == Approx(r.rate_Bps / 1e9));
+  CHECK(*h.measured.nvme_read_latency_us == Approx(r.latency_s * 1e6).margin(1e-9));
+  CHECK(h.measured.nvme_hot_write_GBps.has_value());
+  CHECK(*h.measured.nvme_settle_s == exec::kNvmeSettleS);
+  CHECK(*h.measured.aio_block_size == 262144);
+  CHECK(*h.measured.aio_queue_depth == 16);
+  // The line goes through both medians, or, where they cross, has the large swap's rate.
+  const double big = static_cast<double>(hp->nvme_large);
+  CHECK((r.latency_s + big / r.rate_Bps == Approx(hp->read_large_s[0]).epsilon(1e-9) ||
+         r.rate_Bps == Approx(big / hp->read_large_s[0]).epsilon(1e-9)));
+  CHECK(h.source.find("NVMe swaps of") != std::string::npos);
+  // The probe leaves no file behind.
+  CHECK(fs::is_empty(dir));
+  fs::remove_all(dir);
+
+  // An unusable path is an I/O error naming it.
+  const HostProbeCase bad = host_probe_case(
+      R"({"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/nonexistent/zs"}, "offload_param": {"device": "nvme", "nvme_path": "/nonexistent/zs"}})");
+  auto e = exec::probe_host_device(bad.m, bad.s, bad.plan);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().message.find("/nonexistent/zs") != std::string::npos);
+}
+
+TEST_CASE("a swap line through two medians", "[exec][probe]") {
+  // 1 MiB in 300 us and 9 MiB in 1900 us: 200 us + bytes at 5.24 GB/s.
+  const exec::SwapLine l = exec::fit_swap_line(1 << 20, 300e-6, 9 << 20, 1900e-6);
+  CHECK(l.rate_Bps == Approx(8.0 * (1 << 20) / 1600e-6));
+  CHECK(l.latency_s == Approx(100e-6));
+  // Crossing medians: the large swap's rate, what is left of the small one's time as latency.
+  const exec::SwapLine c = exec::fit_swap_line(1 << 20, 100e-6, 9 << 20, 90e-6);
+  CHECK(c.rate_Bps == Approx((9 << 20) / 90e-6));
+  CHECK(c.latency_s == Approx(100e-6 - (1 << 20) / c.rate_Bps));  // 90 us
 }
