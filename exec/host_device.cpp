@@ -14,6 +14,7 @@
 #include "exec/event_state.h"
 #include "exec/host_buffer.h"
 #include "exec/spin.h"
+#include "exec/thread_pool.h"
 
 namespace zs::exec {
 
@@ -154,7 +155,10 @@ void* host_bytes(int64_t bytes) {
 class HostStream : public Stream {
  public:
   explicit HostStream(std::string name) : name_(std::move(name)) {
-    worker_ = std::thread([this] { loop(); });
+    worker_ = std::thread([this] {
+      set_thread_name("zs:" + name_);
+      loop();
+    });
   }
   ~HostStream() override {
     {

@@ -5,6 +5,7 @@
 
 #include "exec/checksum.h"
 #include "exec/swapper_impl.h"
+#include "exec/thread_pool.h"
 
 namespace zs::exec {
 
@@ -109,10 +110,16 @@ Result<std::unique_ptr<Swapper>> Swapper::create(SwapperOptions o, IoEnv* env) {
     impl->workers.push_back(std::move(w));
   }
   Impl* ip = impl.get();
-  impl->copier = std::thread([ip] { ip->copier_loop(); });
+  impl->copier = std::thread([ip] {
+    set_thread_name("zs-swap-copy");
+    ip->copier_loop();
+  });
   for (auto& w : impl->workers) {
     Worker* wp = w.get();
-    w->thread = std::thread([ip, wp] { ip->worker_loop(*wp); });
+    w->thread = std::thread([ip, wp] {
+      set_thread_name("zs-swap-io");
+      ip->worker_loop(*wp);
+    });
   }
   return std::unique_ptr<Swapper>(new Swapper(std::move(impl)));
 }

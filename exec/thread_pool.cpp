@@ -1,5 +1,6 @@
 #include "exec/thread_pool.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include "exec/spin.h"
@@ -17,10 +18,17 @@ int available_cpus() {
   return hc > 0 ? static_cast<int>(hc) : 1;
 }
 
+void set_thread_name(const std::string& name) {
+  (void)pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());  // advisory: a name is not needed to run
+}
+
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = available_cpus();
   workers_.reserve(static_cast<size_t>(threads - 1));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] {
+      set_thread_name("zs-pool-" + std::to_string(i));
+      worker_loop(i);
+    });
 }
 
 ThreadPool::~ThreadPool() {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -53,5 +54,8 @@ class ThreadPool {
 
 // CPUs this process may run on (sched_getaffinity), at least 1.
 int available_cpus();
+
+// Names the calling thread for top -H, gdb and /proc/PID/task/*/comm (the first 15 bytes).
+void set_thread_name(const std::string& name);
 
 }  // namespace zs::exec

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -262,6 +264,22 @@ TEST_CASE("membw helpers return plausible figures", "[exec][probe]") {
   std::vector<int> hits(3, 0);
   pool2.run_per_thread([&](int t) { hits[static_cast<size_t>(t)]++; });
   CHECK(hits == std::vector<int>{1, 1, 1});
+}
+
+TEST_CASE("the engine's threads carry names (top -H, gdb, /proc/PID/task/*/comm)", "[exec][probe]") {
+  exec::ThreadPool pool(3);
+  pool.run_per_thread([](int) {});  // every worker has started (and named itself)
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator("/proc/self/task")) {
+    std::ifstream f(e.path() / "comm");
+    std::string n;
+    std::getline(f, n);
+    names.push_back(n);
+  }
+  CHECK(std::count(names.begin(), names.end(), "zs-pool-1") >= 1);
+  CHECK(std::count(names.begin(), names.end(), "zs-pool-2") >= 1);
+  std::thread t([] { exec::set_thread_name("a-name-longer-than-15-bytes"); });
+  t.join();  // a name over the kernel's 15 bytes is cut, not refused
 }
 
 TEST_CASE("the host device's probe: rates from the module forwards, one backward/forward ratio, into the profile",
