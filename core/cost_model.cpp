@@ -101,8 +101,8 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
       hw.measured.dram_triad_GBps ? gb(*hw.measured.dram_triad_GBps) : gb(hw.cpu.memory_GBps) * kDramStreamEfficiency;
   if (hw.measured.cpu_pass_GBps) {
     c.dram_Bps = gb(*hw.measured.cpu_pass_GBps);
-    prov.push_back({"cpu_passes", fmt("measured %.1f GB/s (unscale and casts at the run's group size)",
-                                      *hw.measured.cpu_pass_GBps)});
+    prov.push_back({"cpu_passes",
+                    fmt("measured %.1f GB/s (unscale and casts at the run's group size)", *hw.measured.cpu_pass_GBps)});
   }
 
   c.pcie_h2d_Bps = gb(hw.links.pcie_h2d_GBps);

@@ -20,9 +20,11 @@ Result<Hardware> load_hardware_file(const std::string& path) {
   h.gpu.name = g.req_string("name");
   h.gpu.memory_GiB = g.req_number("memory_GiB", 0.001, 1e6);
   ObjectReader pt = g.req_object("peak_tflops");
-  h.gpu.peak_tflops_fp16 = pt.req_number("fp16", 1e-3, 1e7);
+  // From 1 MFLOP/s: the host device (a CPU stand-in) under a sanitizer and a busy neighbour measured < 1 GFLOP/s,
+  // and `train --write-device-profile` must write a profile that loads.
+  h.gpu.peak_tflops_fp16 = pt.req_number("fp16", 1e-6, 1e7);
   h.gpu.peak_tflops_bf16 = pt.req_number("bf16", 0, 1e7);  // 0: not supported (V100)
-  h.gpu.peak_tflops_fp32 = pt.req_number("fp32", 1e-3, 1e7);
+  h.gpu.peak_tflops_fp32 = pt.req_number("fp32", 1e-6, 1e7);
   h.gpu.hbm_GBps = g.req_number("hbm_GBps", 1e-3, 1e7);
 
   ObjectReader c = r.req_object("cpu");

@@ -244,10 +244,10 @@ void cast_lp_avx2(uint16_t* out, const float* in, int64_t n, bool fp16) {
 }
 
 namespace {
-#define ZS_SCALE_LOOP(V)                                                                     \
-  const V::F m = V::set1(mul);                                                               \
-  int64_t i = 0;                                                                             \
-  for (; i + V::kWidth <= n; i += V::kWidth) V::store(x + i, V::mul(V::load(x + i), m));     \
+#define ZS_SCALE_LOOP(V)                                                                 \
+  const V::F m = V::set1(mul);                                                           \
+  int64_t i = 0;                                                                         \
+  for (; i + V::kWidth <= n; i += V::kWidth) V::store(x + i, V::mul(V::load(x + i), m)); \
   return i
 
 ZS_TARGET_AVX512_FN int64_t scale512(float* x, float mul, int64_t n) { ZS_SCALE_LOOP(V512); }

@@ -89,9 +89,8 @@ class OptimizerPasses {
     std::fill(g, g + n, 1e-3f);  // the gradients stay normal numbers over the repeats
     pool_.run_per_thread([](int) {});
     t = clk::now();
-    pool_.run((n + kAdamTileElems - 1) / kAdamTileElems, [&](int64_t i) {
-      adam_kernel(k, sc_, b_, i * kAdamTileElems, std::min(n, (i + 1) * kAdamTileElems));
-    });
+    pool_.run((n + kAdamTileElems - 1) / kAdamTileElems,
+              [&](int64_t i) { adam_kernel(k, sc_, b_, i * kAdamTileElems, std::min(n, (i + 1) * kAdamTileElems)); });
     adam.push_back(seconds_since(t));
     t = clk::now();
     pool_.run(chunks, [&](int64_t c) {
@@ -128,8 +127,8 @@ core::Status time_swaps(const core::Strategy& s, const core::Plan& plan, const H
   if (hi == 0) return {};
   if (hi < 2 * lo) lo = std::max<int64_t>(4096, hi / 8);
   const auto& z = s.zero;
-  const std::string path =
-      z.offload_optimizer.device == core::OffloadDevice::nvme ? z.offload_optimizer.nvme_path : z.offload_param.nvme_path;
+  const std::string path = z.offload_optimizer.device == core::OffloadDevice::nvme ? z.offload_optimizer.nvme_path
+                                                                                   : z.offload_param.nvme_path;
   if (path.empty()) return core::bad_input("host probe: the Plan swaps to NVMe but the ds_config names no nvme_path");
   const AioConfig aio = aio_from_ds(s.aio);
   if (earlier && (earlier->nvme_small != lo || earlier->nvme_large != hi))
@@ -396,8 +395,8 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
     std::snprintf(opt, sizeof opt,
                   ", CPU Adam %.3g params/s and the unscale and cast %.1f GB/s at the run's group (%lld elements, "
                   "%d threads)",
-                  *h.measured.cpu_adam_params_per_s, *h.measured.cpu_pass_GBps,
-                  static_cast<long long>(p.opt_elements), p.opt_threads);
+                  *h.measured.cpu_adam_params_per_s, *h.measured.cpu_pass_GBps, static_cast<long long>(p.opt_elements),
+                  p.opt_threads);
   }
   char nv[256] = "";
   if (p.nvme_large > 0) {
@@ -425,14 +424,15 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
                   rh.rate_Bps / 1e9, wh.latency_s * 1e6, wh.rate_Bps / 1e9);
   }
   char src[2800];
-  std::snprintf(src, sizeof src,
-                "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
-                "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), "
-                "backward %.2fx "
-                "forward, copies %.2f GB/s, a stream asleep after %.0f us idle starts %.0f us late%s%s (the faster of %d "
-                "sessions per module and pass)",
-                h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
-                p.backward_ratio, copy, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, opt, nv, p.sessions);
+  std::snprintf(
+      src, sizeof src,
+      "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
+      "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), "
+      "backward %.2fx "
+      "forward, copies %.2f GB/s, a stream asleep after %.0f us idle starts %.0f us late%s%s (the faster of %d "
+      "sessions per module and pass)",
+      h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
+      p.backward_ratio, copy, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, opt, nv, p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

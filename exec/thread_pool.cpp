@@ -25,7 +25,8 @@ void set_thread_name(const std::string& name) {
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = available_cpus();
   workers_.reserve(static_cast<size_t>(threads - 1));
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] {
+  for (int i = 1; i < threads; ++i)
+    workers_.emplace_back([this, i] {
       set_thread_name("zs-pool-" + std::to_string(i));
       worker_loop(i);
     });

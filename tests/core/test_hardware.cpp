@@ -183,3 +183,18 @@ TEST_CASE("hardware: bad input names file, path and what is allowed", "[hardware
   REQUIRE_FALSE(unknown_name.ok());
   CHECK_THAT(unknown_name.error().message, Catch::Contains("shipped:") && Catch::Contains("dgx2"));
 }
+
+TEST_CASE("hardware: a slow stand-in GPU's profile loads; a peak of zero does not", "[hardware]") {
+  // The host device under a sanitizer measured below 1 GFLOP/s (5e-4 TFLOPS); its written profile must load.
+  std::string slow = kGood;
+  slow.replace(slow.find(R"("fp16": 100, "bf16": 100, "fp32": 10)"),
+               std::string(R"("fp16": 100, "bf16": 100, "fp32": 10)").size(),
+               R"("fp16": 0.0005, "bf16": 0.0005, "fp32": 0.0005)");
+  auto h = load_hardware_file(write_tmp("slow_gpu", slow));
+  INFO((h.ok() ? std::string() : h.error().message));
+  REQUIRE(h.ok());
+  CHECK(h->gpu.peak_tflops_fp16 == 0.0005);
+  std::string zero = kGood;
+  zero.replace(zero.find(R"("fp16": 100)"), std::string(R"("fp16": 100)").size(), R"("fp16": 0)");
+  CHECK(error_of(zero, "zero_fp16").find("fp16") != std::string::npos);
+}

@@ -1,15 +1,15 @@
 // The probe (quick mode, a few seconds) and the profile it writes: it must load with load_hardware_file,
 // which is what `fit` and `simulate` do with `--hardware FILE`. Also the report's shape and membw helpers.
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "core/cost_model.h"
 #include "core/hardware.h"
@@ -375,6 +375,7 @@ TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's
   const std::string p = (fs::temp_directory_path() / "zs_host_probe_opt.json").string();
   REQUIRE(core::write_file_atomic(p, core::hardware_to_json(h)).ok());
   auto back = core::load_hardware_file(p);
+  INFO((back.ok() ? std::string() : back.error().message));
   REQUIRE(back.ok());
   REQUIRE(back->measured.cpu_pass_GBps.has_value());
   CHECK(*back->measured.cpu_pass_GBps == Approx(*h.measured.cpu_pass_GBps).epsilon(1e-12));
@@ -411,7 +412,8 @@ TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's
   const std::string p = dir.string();
   const HostProbeCase k = host_probe_case(
       R"({"stage": 3, "stage3_param_persistence_threshold": 0, "offload_optimizer": {"device": "nvme", "nvme_path": ")" +
-      p + R"("}, "offload_param": {"device": "nvme", "nvme_path": ")" + p + R"(", "buffer_size": 65536}}, "aio": {"block_size": 262144, "queue_depth": 16})");
+      p + R"("}, "offload_param": {"device": "nvme", "nvme_path": ")" + p +
+      R"(", "buffer_size": 65536}}, "aio": {"block_size": 262144, "queue_depth": 16})");
   int64_t lo = 0, hi = 0;
   for (const auto& op : k.plan.ops)
     if ((op.kind == core::OpKind::nvme_read || op.kind == core::OpKind::nvme_write) && op.bytes > 0) {
@@ -432,7 +434,8 @@ TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's
     CHECK(hp->write_large_s[hot] > 0);
   }
   const core::Hardware h = exec::apply_host_probe(k.hw, *hp);
-  const exec::SwapLine r = exec::fit_swap_line(hp->nvme_small, hp->read_small_s[0], hp->nvme_large, hp->read_large_s[0]);
+  const exec::SwapLine r =
+      exec::fit_swap_line(hp->nvme_small, hp->read_small_s[0], hp->nvme_large, hp->read_large_s[0]);
   REQUIRE(h.measured.nvme_read_GBps.has_value());
   CHECK(*h.measured.nvme_read_GBps == Approx(r.rate_Bps / 1e9));
   CHECK(*h.measured.nvme_read_latency_us == Approx(r.latency_s * 1e6).margin(1e-9));
