@@ -314,10 +314,9 @@ void run_train(const Opts& o, int& exit_code) {
       char mb[64] = "folded into the GEMM rate";
       if (hp->mem_bound_Bps < 1e14) std::snprintf(mb, sizeof mb, "%.2f GB/s", hp->mem_bound_Bps / 1e9);
       char opt[160] = "";
-      if (hp->opt_elements > 0)
+      if (prof.measured.cpu_pass_GBps)  // the optimizer's CPU passes were timed (apply_host_probe's figures)
         std::snprintf(opt, sizeof opt, "; CPU Adam %.3g params/s, unscale + cast %.1f GB/s",
-                      static_cast<double>(hp->opt_elements) / hp->adam_s,
-                      static_cast<double>(hp->unscale_bytes + hp->cast_bytes) / (hp->unscale_s + hp->cast_s) / 1e9);
+                      *prof.measured.cpu_adam_params_per_s, *prof.measured.cpu_pass_GBps);
       std::printf(
           "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
           "(fit rms %.0f%%)%s -> %s\n",

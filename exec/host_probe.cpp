@@ -41,7 +41,7 @@ double median_of(std::vector<double> v) {
 class OptimizerPasses {
  public:
   static core::Result<std::unique_ptr<OptimizerPasses>> create(int64_t n, int threads, const core::Strategy& s) {
-    auto o = std::unique_ptr<OptimizerPasses>(new OptimizerPasses(n, threads));
+    auto o = std::unique_ptr<OptimizerPasses>(new OptimizerPasses(threads));
     const bool bf16_states = s.bf16.bf16_optimizer_states;
     const int64_t state_b = bf16_states ? 2 : 4;
     const core::Precision pr = s.model_dtype();
@@ -106,7 +106,7 @@ class OptimizerPasses {
   int64_t unscale_bytes = 0, cast_bytes = 0;
 
  private:
-  OptimizerPasses(int64_t, int threads) : pool_(threads) {}
+  explicit OptimizerPasses(int threads) : pool_(threads) {}
   ThreadPool pool_;
   HostBuffer p_, g_, m_, v_, out_;
   AdamBuffers b_;
@@ -267,10 +267,10 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     hp.opt_threads = opt->threads();
     hp.unscale_bytes = opt->unscale_bytes;
     hp.cast_bytes = opt->cast_bytes;
-    auto faster = [&](double now, double before) { return earlier ? std::min(now, before) : now; };
-    hp.unscale_s = faster(median(t_unscale), earlier ? earlier->unscale_s : 0);
-    hp.adam_s = faster(median(t_adam), earlier ? earlier->adam_s : 0);
-    hp.cast_s = faster(median(t_cast), earlier ? earlier->cast_s : 0);
+    auto faster = [&](double now, double HostDeviceProbe::*f) { return earlier ? std::min(now, earlier->*f) : now; };
+    hp.unscale_s = faster(median(t_unscale), &HostDeviceProbe::unscale_s);
+    hp.adam_s = faster(median(t_adam), &HostDeviceProbe::adam_s);
+    hp.cast_s = faster(median(t_cast), &HostDeviceProbe::cast_s);
   }
   std::vector<Sample> smp;
   double sum_f = 0, sum_b = 0;
