@@ -1,6 +1,7 @@
 #include "exec/io_env.h"
 
 #include <fcntl.h>
+#include <linux/stat.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -21,6 +22,21 @@ namespace {
 using core::io_error;
 
 std::string errno_text(int e) { return std::strerror(e); }
+
+// The memory alignment O_DIRECT needs for `file` (statx STATX_DIOALIGN, Linux 6.1+); 4096 where the kernel or the
+// file system does not say, or says more than a page (the swapper's buffers are page-aligned).
+int64_t dio_memory_alignment(const std::string& file) {
+#ifdef STATX_DIOALIGN
+  struct statx sx {};
+  if (::statx(AT_FDCWD, file.c_str(), 0, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) &&
+      sx.stx_dio_mem_align > 0 && sx.stx_dio_mem_align <= 4096 &&
+      (sx.stx_dio_mem_align & (sx.stx_dio_mem_align - 1)) == 0)
+    return sx.stx_dio_mem_align;
+#else
+  (void)file;
+#endif
+  return 4096;
+}
 
 // ---- synchronous queue: pread/pwrite at submit time (no libaio, or as a reference) ----
 class SyncQueue : public IoQueue {
@@ -156,7 +172,7 @@ class PosixEnv : public IoEnv {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return io_error(errno_text(errno));
     return {};
   }
-  Result<bool> probe_dir(const std::string& dir) override {
+  Result<DirCaps> probe_dir(const std::string& dir) override {
     struct stat st;
     if (::stat(dir.c_str(), &st) != 0) return io_error(errno_text(errno));
     if (!S_ISDIR(st.st_mode)) return io_error("not a directory");
@@ -165,15 +181,18 @@ class PosixEnv : public IoEnv {
     int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return io_error(errno_text(errno));
     ::close(fd);
-    bool direct = true;
+    DirCaps caps;
+    caps.direct = true;
     fd = ::open(probe.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
     if (fd < 0) {
-      direct = false;  // EINVAL: the file system refuses O_DIRECT (tmpfs before Linux 6.6, some FUSE)
+      caps.direct = false;  // EINVAL: the file system refuses O_DIRECT (tmpfs before Linux 6.6, some FUSE)
+      caps.memory_alignment = 1;
     } else {
       ::close(fd);
+      caps.memory_alignment = dio_memory_alignment(probe);
     }
     ::unlink(probe.c_str());
-    return direct;
+    return caps;
   }
   Result<std::unique_ptr<IoQueue>> make_queue(int depth) override {
     if (depth < 1) return core::bad_input("aio queue_depth " + std::to_string(depth) + " must be >= 1");
@@ -327,11 +346,12 @@ Status FaultInjectionEnv::allocate(int fd, int64_t bytes) {
   return base_->allocate(fd, bytes);
 }
 
-Result<bool> FaultInjectionEnv::probe_dir(const std::string& dir) {
+Result<DirCaps> FaultInjectionEnv::probe_dir(const std::string& dir) {
   if (take_path(Fault::open_missing, dir)) return io_error(errno_text(ENOENT));
   if (take_path(Fault::open_denied, dir)) return io_error(errno_text(EACCES));
   auto r = base_->probe_dir(dir);
-  if (r && take_path(Fault::no_direct, dir)) return false;
+  if (r && take_path(Fault::no_direct, dir)) return DirCaps{false, 1};
+  if (r && memory_alignment_ > 0) r->memory_alignment = memory_alignment_;
   return r;
 }
 

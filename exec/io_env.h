@@ -26,7 +26,7 @@ struct IoRequest {
   int fd = -1;
   bool write = false;
   int64_t offset = 0;   // file offset; 4096-aligned for O_DIRECT
-  void* buf = nullptr;  // 4096-aligned for O_DIRECT
+  void* buf = nullptr;  // for O_DIRECT aligned to the directory's DirCaps::memory_alignment
   int64_t len = 0;
   uint64_t tag = 0;  // returned in the completion
 };
@@ -50,6 +50,14 @@ class IoQueue {
 
 enum class Access { read, write };
 
+// What a directory's file system offers the swapper.
+struct DirCaps {
+  bool direct = false;  // files accept O_DIRECT
+  // The memory alignment an O_DIRECT transfer needs there: statx's STATX_DIOALIGN of a file in it (Linux 6.1+;
+  // 512 on ext4 over a 512-byte-sector drive), 4096 where the file system does not say; 1 without O_DIRECT.
+  int64_t memory_alignment = 4096;
+};
+
 // Errors carry the OS's words ("No space left on device"); callers add the file and tensor.
 class IoEnv {
  public:
@@ -62,8 +70,9 @@ class IoEnv {
   virtual Status allocate(int fd, int64_t bytes) = 0;
   virtual Result<int64_t> file_size(int fd) = 0;
   virtual Status remove(const std::string& path) = 0;
-  // Checks that `dir` is a writable directory and returns whether files in it accept O_DIRECT.
-  virtual Result<bool> probe_dir(const std::string& dir) = 0;
+  // Checks that `dir` is a writable directory and returns whether files in it accept O_DIRECT, and the memory
+  // alignment such transfers need there.
+  virtual Result<DirCaps> probe_dir(const std::string& dir) = 0;
   virtual Result<std::unique_ptr<IoQueue>> make_queue(int depth) = 0;
 };
 
@@ -109,7 +118,9 @@ class FaultInjectionEnv : public IoEnv {
   Status allocate(int fd, int64_t bytes) override;
   Result<int64_t> file_size(int fd) override { return base_->file_size(fd); }
   Status remove(const std::string& path) override { return base_->remove(path); }
-  Result<bool> probe_dir(const std::string& dir) override;
+  Result<DirCaps> probe_dir(const std::string& dir) override;
+  // probe_dir() reports this O_DIRECT memory alignment (0: the base env's), to test both sides of zero-copy.
+  void set_memory_alignment(int64_t bytes) { memory_alignment_ = bytes; }
   Result<std::unique_ptr<IoQueue>> make_queue(int depth) override;
 
   // For the queue wrapper: does a fault fire for this operation on this fd? Consumes one firing.
@@ -122,6 +133,7 @@ class FaultInjectionEnv : public IoEnv {
     int64_t seen = 0, fired = 0;
   };
   IoEnv* base_;
+  int64_t memory_alignment_ = 0;
   mutable std::mutex mu_;
   std::vector<Rule> rules_;
   std::map<int, std::string> fd_paths_;

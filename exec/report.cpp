@@ -133,9 +133,10 @@ std::vector<ReportItem> build_report(const std::vector<std::string>& nvme_paths)
     }
     const std::string fs = filesystem_type(p);
     std::string v = fs + ", " + gib(static_cast<double>(filesystem_bytes(p))) + ", O_DIRECT " +
-                    (*r ? "supported" : "NOT supported (buffered fallback)");
+                    (r->direct ? "supported (memory aligned to " + std::to_string(r->memory_alignment) + " bytes)"
+                               : std::string("NOT supported (buffered fallback)"));
     if (fs == "tmpfs") v += "; tmpfs is RAM, not a drive";
-    out.push_back({"nvme", p, v, *r && fs != "tmpfs"});
+    out.push_back({"nvme", p, v, r->direct && fs != "tmpfs"});
   }
 
   // ---- build and GPU stack ----

@@ -22,7 +22,6 @@ AioConfig aio_from_ds(const core::AioConfig& a) {
 using core::bad_input;
 using core::Error;
 using core::io_error;
-using swap_detail::aligned;
 using swap_detail::kAlign;
 using swap_detail::round_up;
 using swap_detail::TensorMeta;
@@ -86,9 +85,10 @@ Result<std::unique_ptr<Swapper>> Swapper::create(SwapperOptions o, IoEnv* env) {
     if (!r)
       return bad_input("nvme path '" + p + "' is not usable: " + r.error().message +
                        " (it must be an existing directory we can create files in)");
-    const bool d = o.direct && *r;
+    const bool d = o.direct && r->direct;
     impl->direct.push_back(d);
-    if (o.direct && !*r)
+    if (d) impl->memory_alignment = std::max(impl->memory_alignment, r->memory_alignment);
+    if (o.direct && !r->direct)
       impl->warnings.push_back("nvme path '" + p + "' (" + filesystem_type(p) +
                                ") does not support O_DIRECT: using buffered I/O through the page cache");
     else if (filesystem_type(p) == "tmpfs")
@@ -200,8 +200,8 @@ Result<SwapHandle> Swapper::swap_out(const std::string& name, const void* data, 
     c->offset = ci * B;
     c->len = std::min(B, bytes - c->offset);
     c->io_len = std::min(B, meta.padded - c->offset);
-    // Zero-copy: a borrowed, 4 KiB-aligned source goes to disk as is, except a ragged last page.
-    c->pooled = !(use == SourceUse::borrow && c->len == c->io_len && aligned(src + c->offset));
+    // Zero-copy: a borrowed source aligned as O_DIRECT needs goes to disk as is, except a ragged last page.
+    c->pooled = !(use == SourceUse::borrow && c->len == c->io_len && m.aligned(src + c->offset));
     if (op->failed()) {  // an earlier chunk already failed: do not write the rest
       m.chunk_done(op);
       continue;
@@ -286,8 +286,9 @@ Result<SwapHandle> Swapper::swap_in(const std::string& name, void* data, int64_t
       m.chunk_done(op);
       continue;
     }
-    // Zero-copy: whole pages land straight in a 4 KiB-aligned destination; a ragged last page uses the pool.
-    c->pooled = !(c->len == c->io_len && aligned(op->dst + c->offset));
+    // Zero-copy: whole pages land straight in a destination aligned as O_DIRECT needs (a gradient run's place
+    // in its group's buffer may be 1 KiB-aligned only); a ragged last page uses the pool.
+    c->pooled = !(c->len == c->io_len && m.aligned(op->dst + c->offset));
     if (c->pooled) {
       c->buf = m.acquire_buffer();
     } else {

@@ -66,8 +66,9 @@ struct SwapperStats {
 // What swap_out may do with the caller's memory.
 enum class SourceUse {
   copy,    // copied into the pool before swap_out returns; the memory is free again at once
-  borrow,  // stays valid and unchanged until the handle completes; when 4 KiB-aligned it goes to disk as
-           // is (no copy, as DeepSpeed does for page-locked tensors), only a ragged last page is copied
+  borrow,  // stays valid and unchanged until the handle completes; aligned as O_DIRECT needs there (a page,
+           // or what statx's STATX_DIOALIGN says: 512 bytes on ext4 over 512-byte sectors) it goes to disk
+           // as is (no copy, as DeepSpeed does for page-locked tensors), only a ragged last page is copied
 };
 
 class Swapper;
@@ -101,7 +102,8 @@ class Swapper {
   Result<SwapHandle> swap_out(const std::string& name, const void* data, int64_t bytes,
                               SourceUse use = SourceUse::copy);
   // Reads the tensor into `data` (any alignment; must stay valid until the handle completes). Whole pages
-  // of a 4 KiB-aligned `data` are read in place (zero-copy), the rest through the pool. `bytes` must equal
+  // of a `data` aligned as O_DIRECT needs are read in place (zero-copy), the rest, and every page of a
+  // misaligned `data`, through the pool (one chunk at a time with zero_copy_swapper_options). `bytes` must equal
   // the size swapped out. After a failed read the contents of `data` are unspecified.
   Result<SwapHandle> swap_in(const std::string& name, void* data, int64_t bytes);
   Status wait_all();                       // every outstanding operation; the first error

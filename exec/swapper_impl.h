@@ -26,7 +26,6 @@ namespace swap_detail {
 
 constexpr int64_t kAlign = 4096;
 inline int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-inline bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlign == 0; }
 std::string hex32(uint32_t v);
 // Tensor names become file names: keep [A-Za-z0-9._-], escape the rest as %XX.
 std::string escape_name(const std::string& name);
@@ -140,6 +139,12 @@ struct Swapper::Impl {
   IoEnv* env = nullptr;
   int64_t chunk_bytes = 0;
   std::vector<bool> direct;
+  // The memory alignment zero-copy transfers need: the largest of the O_DIRECT paths' (io_env.h DirCaps), 1
+  // when none is O_DIRECT.
+  int64_t memory_alignment = 1;
+  bool aligned(const void* p) const {
+    return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(memory_alignment) == 0;
+  }
   std::vector<std::string> warnings;
 
   PinnedBuffer pool;
