@@ -314,9 +314,10 @@ void run_train(const Opts& o, int& exit_code) {
       char mb[64] = "folded into the GEMM rate";
       if (hp->mem_bound_Bps < 1e14) std::snprintf(mb, sizeof mb, "%.2f GB/s", hp->mem_bound_Bps / 1e9);
       char opt[160] = "";
-      if (prof.measured.cpu_pass_GBps)  // the optimizer's CPU passes were timed (apply_host_probe's figures)
-        std::snprintf(opt, sizeof opt, "; CPU Adam %.3g params/s, unscale + cast %.1f GB/s",
-                      *prof.measured.cpu_adam_params_per_s, *prof.measured.cpu_pass_GBps);
+      if (prof.measured.cpu_pass_GBps && prof.measured.cpu_cast_GBps)  // the optimizer's CPU passes were timed
+        std::snprintf(opt, sizeof opt, "; CPU Adam %.3g params/s, unscale %.1f GB/s, cast %.1f GB/s",
+                      *prof.measured.cpu_adam_params_per_s, *prof.measured.cpu_pass_GBps,
+                      *prof.measured.cpu_cast_GBps);
       std::printf(
           "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
           "(fit rms %.0f%%)%s -> %s\n",

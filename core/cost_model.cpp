@@ -102,7 +102,13 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
   if (hw.measured.cpu_pass_GBps) {
     c.dram_Bps = gb(*hw.measured.cpu_pass_GBps);
     prov.push_back({"cpu_passes",
-                    fmt("measured %.1f GB/s (unscale and casts at the run's group size)", *hw.measured.cpu_pass_GBps)});
+                    fmt("measured %.1f GB/s (the unscale pass at the run's group size)", *hw.measured.cpu_pass_GBps)});
+  }
+  c.cast_Bps = c.dram_Bps;
+  if (hw.measured.cpu_cast_GBps) {
+    c.cast_Bps = gb(*hw.measured.cpu_cast_GBps);
+    prov.push_back({"cpu_cast",
+                    fmt("measured %.1f GB/s (the fp32 -> lp cast at the run's group size)", *hw.measured.cpu_cast_GBps)});
   }
 
   c.pcie_h2d_Bps = gb(hw.links.pcie_h2d_GBps);
@@ -307,7 +313,7 @@ double compute_time_s(const CostModel& c, const Op& op) {
       return static_cast<double>(op.elements) / c.cpu_adam_params_per_s +
              static_cast<double>(op.elements) * c.unscale_bytes_per_param / c.dram_Bps;
     case OpKind::cast_cpu:
-      return static_cast<double>(op.bytes) / c.dram_Bps;
+      return static_cast<double>(op.bytes) / c.cast_Bps;
     default:
       return 0.0;
   }

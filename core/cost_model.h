@@ -55,7 +55,8 @@ struct CostModel {
   double cpu_adam_dram_params_per_s = 0;  // DRAM bound: dram_adam_Bps / adam_bytes_per_param
   double cpu_adam_params_per_s = 0;       // min of the two, or measured
   double adam_bytes_per_param = 28;       // fp32 p r/w 8, g r 4, m r/w 8, v r/w 8 (DEEPSPEED.md §4)
-  double dram_Bps = 0;                    // effective DRAM bandwidth for streaming host work (casts)
+  double dram_Bps = 0;                    // effective DRAM bandwidth for streaming host work (the unscale pass)
+  double cast_Bps = 0;                    // the fp32 → lp host cast's bytes (read + written) per second
   double gpu_adam_bytes_per_param = 30;   // fused GPU Adam: the 28 above + lp param write 2
   // unscale_and_clip_grads before every optimizer step: grad.mul_(1 / combined_scale) over the fp32 gradients,
   // read and write 4 B each — DeepSpeed runs it even when the scale is 1 (a separate pass, on the CPU for CPU Adam).

@@ -60,6 +60,7 @@ Result<Hardware> load_hardware_file(const std::string& path) {
     ms.cpu_adam_params_per_s = m.opt_number({"cpu_adam_params_per_s"}, 1, 1e15);
     ms.cpu_adam_threads = m.opt_integer({"cpu_adam_threads"}, 1, 1 << 16);
     ms.cpu_pass_GBps = m.opt_number({"cpu_pass_GBps"}, 1e-6, 1e7);
+    ms.cpu_cast_GBps = m.opt_number({"cpu_cast_GBps"}, 1e-6, 1e7);
     ms.nvme_read_GBps = m.opt_number({"nvme_read_GBps"}, 1e-6, 1e6);
     ms.nvme_write_GBps = m.opt_number({"nvme_write_GBps"}, 1e-6, 1e6);
     ms.nvme_read_latency_us = m.opt_number({"nvme_read_latency_us"}, 0, 1e7);
@@ -153,6 +154,7 @@ std::string hardware_to_json(const Hardware& h) {
   put("cpu_adam_params_per_s", ms.cpu_adam_params_per_s);
   put("cpu_adam_threads", ms.cpu_adam_threads);
   put("cpu_pass_GBps", ms.cpu_pass_GBps);
+  put("cpu_cast_GBps", ms.cpu_cast_GBps);
   put("nvme_read_GBps", ms.nvme_read_GBps);
   put("nvme_write_GBps", ms.nvme_write_GBps);
   put("nvme_read_latency_us", ms.nvme_read_latency_us);

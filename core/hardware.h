@@ -59,9 +59,14 @@ struct MeasuredSpec {
   std::optional<double> dram_adam_pattern_GBps;
   std::optional<double> cpu_adam_params_per_s;  // all threads
   std::optional<int64_t> cpu_adam_threads;
-  // The optimizer's streaming CPU passes (the gradients' unscale, the fp32 → lp cast) on CPU Adam's threads at one
-  // run's group size, bytes moved per second (`train --write-device-profile`, beside the run). Absent: the triad.
+  // The optimizer's streaming CPU passes on CPU Adam's threads at one run's group size, bytes read and written per
+  // second (`train --write-device-profile`, beside the run): the gradients' unscale (in place: fp32 read and write
+  // back) and the fp32 → lp cast into another buffer (fp32 read, lp written). Two figures, as the passes differ
+  // where it counts: the cast's stores go to lines that are not in the cache, which the CPU reads first (here: 44
+  // GB/s for the cast, 65 GB/s for the unscale, docs/VALIDATION.md). Absent: the triad; cpu_cast_GBps absent:
+  // cpu_pass_GBps (profiles written before the cast had a figure of its own).
   std::optional<double> cpu_pass_GBps;
+  std::optional<double> cpu_cast_GBps;
   std::optional<double> nvme_read_GBps, nvme_write_GBps;              // per node, through the swapper
   std::optional<double> nvme_read_latency_us, nvme_write_latency_us;  // fixed cost of one swap through the swapper
   // The figures above are for data last written nvme_settle_s or more before (a training step's state); these

@@ -388,15 +388,16 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   const double copy = p.copy_Bps / 1e9;
   h.links.pcie_h2d_GBps = h.links.pcie_d2h_GBps = h.links.pcie_host_GBps = copy;
   char opt[256] = "";
-  if (p.opt_elements > 0 && p.adam_s > 0 && p.unscale_s + p.cast_s > 0) {
+  if (p.opt_elements > 0 && p.adam_s > 0 && p.unscale_s > 0 && p.cast_s > 0) {
     h.measured.cpu_adam_params_per_s = static_cast<double>(p.opt_elements) / p.adam_s;
     h.measured.cpu_adam_threads = p.opt_threads;
-    h.measured.cpu_pass_GBps = static_cast<double>(p.unscale_bytes + p.cast_bytes) / (p.unscale_s + p.cast_s) / 1e9;
+    h.measured.cpu_pass_GBps = static_cast<double>(p.unscale_bytes) / p.unscale_s / 1e9;
+    h.measured.cpu_cast_GBps = static_cast<double>(p.cast_bytes) / p.cast_s / 1e9;
     std::snprintf(opt, sizeof opt,
-                  ", CPU Adam %.3g params/s and the unscale and cast %.1f GB/s at the run's group (%lld elements, "
-                  "%d threads)",
-                  *h.measured.cpu_adam_params_per_s, *h.measured.cpu_pass_GBps, static_cast<long long>(p.opt_elements),
-                  p.opt_threads);
+                  ", CPU Adam %.3g params/s, the unscale %.1f GB/s and the cast %.1f GB/s at the run's group (%lld "
+                  "elements, %d threads)",
+                  *h.measured.cpu_adam_params_per_s, *h.measured.cpu_pass_GBps, *h.measured.cpu_cast_GBps,
+                  static_cast<long long>(p.opt_elements), p.opt_threads);
   }
   char nv[256] = "";
   if (p.nvme_large > 0) {

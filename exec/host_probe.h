@@ -63,8 +63,8 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
 
 // `base` with the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1), HBM = the fitted
 // bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the measured one),
-// PCIe = the copy bandwidth; with the optimizer's passes, CPU Adam = their Adam rate and cpu_pass_GBps = the
-// unscale's and cast's bytes over their time; with the swaps, the NVMe lines (settled and at once) through the two
+// PCIe = the copy bandwidth; with the optimizer's passes, CPU Adam = their Adam rate, cpu_pass_GBps = the
+// unscale's bytes over its time and cpu_cast_GBps the cast's; with the swaps, the NVMe lines (settled and at once) through the two
 // sizes, fitted at the ds_config's aio settings; name and source say so.
 core::Hardware apply_host_probe(core::Hardware base, const HostDeviceProbe& p);
 

@@ -163,7 +163,8 @@ core::Result<SimResult> simulate(const core::Plan& plan, const core::CostModel& 
   if (o.nodes < 1 || o.gpus_per_node < 1)
     return core::bad_input("simulate: nodes and gpus_per_node must be at least 1");
   if (cost.peak_flops <= 0 || cost.hbm_Bps <= 0 || cost.pcie_h2d_Bps <= 0 || cost.pcie_d2h_Bps <= 0 ||
-      cost.pcie_host_Bps <= 0 || cost.cpu_adam_params_per_s <= 0 || cost.dram_Bps <= 0)
+      cost.pcie_host_Bps <= 0 || cost.cpu_adam_params_per_s <= 0 || cost.dram_Bps <= 0 ||
+      cost.cast_Bps <= 0)
     return core::bad_input("simulate: the hardware profile needs positive GPU peak, HBM, PCIe and CPU memory figures");
   TopologyShape shape;
   shape.nodes = o.nodes;

@@ -364,12 +364,20 @@ TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's
   CHECK(*h.measured.cpu_adam_params_per_s == Approx(static_cast<double>(group) / hp->adam_s));
   REQUIRE(h.measured.cpu_adam_threads.has_value());
   CHECK(*h.measured.cpu_adam_threads == 2);
+  // Each pass its own rate: the unscale reads and writes 8 B per element, the bf16 cast reads 4 and writes 2.
   REQUIRE(h.measured.cpu_pass_GBps.has_value());
-  CHECK(*h.measured.cpu_pass_GBps == Approx(14.0 * static_cast<double>(group) / (hp->unscale_s + hp->cast_s) / 1e9));
+  CHECK(*h.measured.cpu_pass_GBps == Approx(8.0 * static_cast<double>(group) / hp->unscale_s / 1e9));
+  REQUIRE(h.measured.cpu_cast_GBps.has_value());
+  CHECK(*h.measured.cpu_cast_GBps == Approx(6.0 * static_cast<double>(group) / hp->cast_s / 1e9));
   CHECK(h.source.find("CPU Adam") != std::string::npos);
-  // The simulator prices the passes with it: the cast op costs its bytes at the measured rate.
+  // The simulator prices the passes with them: the unscale inside adam_cpu, the cast op its bytes at its own rate.
   const core::CostModel c = core::cost_model_for(h, s->model_dtype());
   CHECK(c.dram_Bps == Approx(*h.measured.cpu_pass_GBps * 1e9));
+  CHECK(c.cast_Bps == Approx(*h.measured.cpu_cast_GBps * 1e9));
+  core::Op cast;
+  cast.kind = core::OpKind::cast_cpu;
+  cast.bytes = 6 * group;
+  CHECK(core::compute_time_s(c, cast) == Approx(hp->cast_s));
   CHECK(c.cpu_adam_params_per_s == Approx(*h.measured.cpu_adam_params_per_s));
   // Round trip through the profile file.
   const std::string p = (fs::temp_directory_path() / "zs_host_probe_opt.json").string();
@@ -379,6 +387,8 @@ TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's
   REQUIRE(back.ok());
   REQUIRE(back->measured.cpu_pass_GBps.has_value());
   CHECK(*back->measured.cpu_pass_GBps == Approx(*h.measured.cpu_pass_GBps).epsilon(1e-12));
+  REQUIRE(back->measured.cpu_cast_GBps.has_value());
+  CHECK(*back->measured.cpu_cast_GBps == Approx(*h.measured.cpu_cast_GBps).epsilon(1e-12));
   fs::remove(p);
 
   // A second session: each pass's faster time stands.
@@ -403,6 +413,7 @@ TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's
   REQUIRE(hp0.ok());
   CHECK(hp0->opt_elements == 0);
   CHECK_FALSE(exec::apply_host_probe(*hw, *hp0).measured.cpu_pass_GBps.has_value());
+  CHECK_FALSE(exec::apply_host_probe(*hw, *hp0).measured.cpu_cast_GBps.has_value());
 }
 
 TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's aio settings, into the profile",

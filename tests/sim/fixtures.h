@@ -20,7 +20,7 @@ inline core::CostModel exact_cost() {
   c.kernel_launch_s = 0;
   c.cpu_adam_params_per_s = 1e9;
   c.unscale_bytes_per_param = 0;  // CPU Adam alone; test_simulator's CPU Adam section adds the unscale pass back
-  c.dram_Bps = 50e9;
+  c.dram_Bps = c.cast_Bps = 50e9;
   c.pcie_h2d_Bps = c.pcie_d2h_Bps = 10e9;
   c.pcie_host_Bps = 40e9;
   c.pcie_h2d_pageable_Bps = c.pcie_d2h_pageable_Bps = 5e9;

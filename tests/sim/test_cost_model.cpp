@@ -46,6 +46,36 @@ TEST_CASE("CPU Adam runs at min(core rate, DRAM bandwidth / 28 B per parameter)"
   CHECK(core::compute_time_s(c, op) == Approx(1e9 * (30 + 8) / c.hbm_Bps + c.kernel_launch_s));
 }
 
+TEST_CASE("the unscale pass and the host cast each take their own measured rate, the triad without them", "[cost]") {
+  core::Hardware h = dgx2();  // 256 GB/s datasheet
+  core::Op unscale;
+  unscale.kind = core::OpKind::adam_cpu;
+  unscale.elements = 1'000'000;
+  core::Op cast;
+  cast.kind = core::OpKind::cast_cpu;
+  cast.bytes = 6'000'000;  // fp32 read, bf16 written
+  auto c = core::cost_model_for(h, core::Precision::bf16);
+  CHECK(c.dram_Bps == Approx(256e9 * 0.75));
+  CHECK(c.cast_Bps == c.dram_Bps);
+  CHECK(core::compute_time_s(c, cast) == Approx(6e6 / (256e9 * 0.75)));
+  h.measured.dram_triad_GBps = 100.0;
+  c = core::cost_model_for(h, core::Precision::bf16);
+  CHECK(c.cast_Bps == Approx(100e9));
+  // A profile from before the cast had a figure of its own: cpu_pass_GBps prices both.
+  h.measured.cpu_pass_GBps = 65.0;
+  c = core::cost_model_for(h, core::Precision::bf16);
+  CHECK(c.dram_Bps == Approx(65e9));
+  CHECK(c.cast_Bps == Approx(65e9));
+  h.measured.cpu_cast_GBps = 44.0;
+  c = core::cost_model_for(h, core::Precision::bf16);
+  CHECK(c.dram_Bps == Approx(65e9));
+  CHECK(core::compute_time_s(c, cast) == Approx(6e6 / 44e9));
+  CHECK(core::compute_time_s(c, unscale) == Approx(1e6 / c.cpu_adam_params_per_s + 8e6 / 65e9));
+  bool named = false;
+  for (const auto& [what, how] : c.provenance) named = named || (what == "cpu_cast" && how.find("44.0 GB/s") != std::string::npos);
+  CHECK(named);
+}
+
 TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards and recomputes keep the FLOPs",
           "[cost]") {
   core::Hardware h = dgx2();
