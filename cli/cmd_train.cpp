@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -313,11 +314,21 @@ void run_train(const Opts& o, int& exit_code) {
     if (!o.json) {
       char mb[64] = "folded into the GEMM rate";
       if (hp->mem_bound_Bps < 1e14) std::snprintf(mb, sizeof mb, "%.2f GB/s", hp->mem_bound_Bps / 1e9);
-      char opt[160] = "";
+      char opt[320] = "";
       if (prof.measured.cpu_pass_GBps && prof.measured.cpu_cast_GBps)  // the optimizer's CPU passes were timed
         std::snprintf(opt, sizeof opt, "; CPU Adam %.3g params/s, unscale %.1f GB/s, cast %.1f GB/s",
                       *prof.measured.cpu_adam_params_per_s, *prof.measured.cpu_pass_GBps,
                       *prof.measured.cpu_cast_GBps);
+      std::string idle;  // the first NVMe swap after the path rested
+      for (const auto& w : prof.measured.nvme_idle_wake) {
+        char b[64];
+        std::snprintf(b, sizeof b, "%s+%.0f us after %.0f ms", idle.empty() ? "" : ", ", w.extra_us, w.idle_ms);
+        idle += b;
+      }
+      if (!idle.empty()) {
+        idle = "; NVMe swap after an idle path " + idle;
+        std::strncat(opt, idle.c_str(), sizeof opt - std::strlen(opt) - 1);
+      }
       std::printf(
           "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
           "(fit rms %.0f%%)%s -> %s\n",

@@ -144,6 +144,15 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
                          fmt(" + %.2f GB/s", c.nvme_hot_read_Bps / kGB) +
                          fmt(", settled after %.2f s", c.nvme_settle_s)});
   }
+  if (!hw.measured.nvme_idle_wake.empty()) {
+    std::string t = "measured: the first swap after an idle path takes";
+    for (const auto& w : hw.measured.nvme_idle_wake) {
+      c.nvme_idle_wake.emplace_back(w.idle_ms * 1e-3, w.extra_us * 1e-6);
+      t += fmt(" +%.0f us", w.extra_us) + fmt(" after %g ms,", w.idle_ms);
+    }
+    t.pop_back();
+    prov.push_back({"nvme_idle_wake", t});
+  }
   prov.push_back({"nvme_latency", std::string(hw.measured.nvme_read_latency_us ? "measured" : "default") +
                                       fmt(" %.0f us read", c.nvme_read_latency_s * 1e6) +
                                       fmt(", %.0f us write per swap", c.nvme_write_latency_s * 1e6)});
@@ -190,6 +199,18 @@ double nvme_swap_time_s(const CostModel& c, bool read, int64_t bytes, double age
 double nvme_link_Bps(const CostModel& c, bool read) {
   const double cold = read ? c.nvme_read_Bps : c.nvme_write_Bps;
   return c.nvme_settle_s > 0 ? std::max(cold, read ? c.nvme_hot_read_Bps : c.nvme_hot_write_Bps) : cold;
+}
+
+double nvme_idle_extra_s(const CostModel& c, double idle_s) {
+  const auto& w = c.nvme_idle_wake;
+  if (w.empty() || idle_s <= 0) return 0;
+  if (idle_s <= w.front().first) return w.front().second * idle_s / w.front().first;
+  for (size_t i = 1; i < w.size(); ++i)
+    if (idle_s <= w[i].first) {
+      const double f = std::log(idle_s / w[i - 1].first) / std::log(w[i].first / w[i - 1].first);
+      return w[i - 1].second + f * (w[i].second - w[i - 1].second);
+    }
+  return w.back().second;
 }
 
 double nvme_link_latency_s(const CostModel& c, bool read) {

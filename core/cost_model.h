@@ -74,6 +74,9 @@ struct CostModel {
   // nvme_settle_s = 0: no hot figures, every swap costs the above.
   double nvme_settle_s = 0;
   double nvme_hot_read_Bps = 0, nvme_hot_write_Bps = 0, nvme_hot_read_latency_s = 0, nvme_hot_write_latency_s = 0;
+  // The first swap after the NVMe path was idle (measured.nvme_idle_wake): (idle s, extra s), idle ascending.
+  // Empty: a swap costs the same however long the path rested.
+  std::vector<std::pair<double, double>> nvme_idle_wake;
   // Interconnect: NVLink/NVSwitch per GPU per direction; NIC per node per direction
   double nvlink_Bps = 0, nvlink_latency_s = 1e-6;
   double nic_Bps = 0, nic_latency_s = 2e-6;
@@ -94,6 +97,9 @@ double nvme_swap_time_s(const CostModel& c, bool read, int64_t bytes, double age
 // The fastest any swap can be (the lower latency and higher rate of the two sets): the simulator's NVMe links, to
 // which it adds the rest of nvme_swap_time_s as a delay.
 double nvme_link_Bps(const CostModel& c, bool read);
+// What a swap costs on top when the NVMe path was idle for `idle_s` before it: nvme_idle_wake interpolated in
+// log(idle), from 0 at no idle up to the first point in proportion, the last point's figure beyond it.
+double nvme_idle_extra_s(const CostModel& c, double idle_s);
 double nvme_link_latency_s(const CostModel& c, bool read);
 
 // GEMM efficiency (achieved/peak) for C[m,n] = A[m,k]·B[k,n]: wave quantisation of tile_m×tile_n tiles over the

@@ -101,6 +101,22 @@ Result<Hardware> load_hardware_file(const std::string& path) {
         }
       }
     }
+    if (const Json* iw = m.raw({"nvme_idle_wake"})) {
+      if (!iw->is_array()) {
+        m.fail("nvme_idle_wake", "expected an array of {idle_ms, extra_us}, idle_ms ascending");
+      } else {
+        for (size_t i = 0; i < iw->size() && !m.failed(); ++i) {
+          ObjectReader e((*iw)[i], m.file(), m.key_path("nvme_idle_wake") + "[" + std::to_string(i) + "]");
+          NvmeIdleCost c;
+          c.idle_ms = e.req_number("idle_ms", 1e-3, 1e7);
+          c.extra_us = e.req_number("extra_us", 0, 1e8);
+          if (!e.failed() && !ms.nvme_idle_wake.empty() && c.idle_ms <= ms.nvme_idle_wake.back().idle_ms)
+            e.fail("idle_ms", "expected idle_ms above the previous entry's (ascending)");
+          if (Status st = e.finish(); !st.ok()) m.fail_message(st.error().message);
+          ms.nvme_idle_wake.push_back(c);
+        }
+      }
+    }
     ms.gemm_efficiency = m.opt_number({"gemm_efficiency"}, 1e-6, 1.0);
     ms.backward_time_ratio = m.opt_number({"backward_time_ratio"}, 0.1, 100.0);
     ms.stream_spin_us = m.opt_number({"stream_spin_us"}, 0, 1e7);
@@ -174,6 +190,11 @@ std::string hardware_to_json(const Hardware& h) {
                    {"read_GBps", r.read_GBps},
                    {"write_GBps", r.write_GBps}});
     m["nvme_aio_sweep"] = a;
+  }
+  if (!ms.nvme_idle_wake.empty()) {
+    Json a = Json::array();
+    for (const auto& c : ms.nvme_idle_wake) a.push_back({{"idle_ms", c.idle_ms}, {"extra_us", c.extra_us}});
+    m["nvme_idle_wake"] = a;
   }
   put("gemm_efficiency", ms.gemm_efficiency);
   put("backward_time_ratio", ms.backward_time_ratio);

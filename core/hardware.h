@@ -48,6 +48,13 @@ struct LinkSpec {
 };
 
 // One aio configuration of the probe's NVMe sweep: the median swap's rates at that block size and queue depth.
+// The first swap after the NVMe path sat idle for idle_ms takes extra_us more than a swap that follows another
+// (`train --write-device-profile` measures it with swaps of 8 MiB or the run's largest, which take all of it).
+struct NvmeIdleCost {
+  double idle_ms = 0;
+  double extra_us = 0;
+};
+
 struct NvmeAioRate {
   int64_t block_size = 0, queue_depth = 0;
   double read_GBps = 0, write_GBps = 0;
@@ -78,6 +85,10 @@ struct MeasuredSpec {
   // Every aio configuration the probe timed (empty: only the fitted one). The simulator scales the fitted rates by
   // the ds_config's row over the fitted one (core::apply_aio).
   std::vector<NvmeAioRate> nvme_aio_sweep;
+  // What a swap costs on top when the path was idle before it (a virtual disk's back end or a drive's power state
+  // waking: on this project's VM +0.1 ms after 20 ms idle, +1 ms after 0.4 s for 13 MB, docs/VALIDATION.md), by
+  // idle time, ascending; the simulator interpolates in log(idle) and holds the last figure beyond it. Empty: none.
+  std::vector<NvmeIdleCost> nvme_idle_wake;
   std::optional<double> gemm_efficiency;  // achieved / peak for training-shaped GEMMs
   // A module's backward time over its forward time, measured on the device's kernels at the model's shapes
   // (`zerosim train --write-device-profile`). Absent: the FLOP count decides (backward = 2 x forward).

@@ -51,6 +51,9 @@ struct HostDeviceProbe {
   int64_t nvme_small = 0, nvme_large = 0;
   int64_t aio_block_size = 0, aio_queue_depth = 0;
   double read_small_s[2] = {}, read_large_s[2] = {}, write_small_s[2] = {}, write_large_s[2] = {};
+  // A swap of the larger of the run's largest and 8 MiB after the path rested 3, 30 and 300 ms, over one at once
+  // (measure_nvme_idle, 5 rounds; merged: the mean of the sessions' figures): (idle s, extra s).
+  std::vector<std::pair<double, double>> nvme_idle;
 };
 
 // With `earlier` (a probe of the same model and strategy, e.g. from before a training run): each module's time is

@@ -130,6 +130,63 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
   return s;
 }
 
+core::Result<std::vector<std::pair<double, double>>> measure_nvme_idle(const std::vector<std::string>& paths,
+                                                                       const AioConfig& aio, int64_t bytes,
+                                                                       const std::vector<double>& idles_s,
+                                                                       int rounds) {
+  auto sw = Swapper::create(zero_copy_swapper_options(paths, aio));
+  if (!sw) return sw.error();
+  auto buf = PinnedBuffer::allocate(bytes, /*lock=*/false);
+  if (!buf) return buf.error();
+  for (int64_t i = 0; i < bytes; i += 8) {
+    const uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    std::memcpy(buf->data() + i, &x, static_cast<size_t>(std::min<int64_t>(8, bytes - i)));
+  }
+  auto name = [](int f) { return "zerosim_idle_" + std::to_string(::getpid()) + "_" + std::to_string(f); };
+  for (int f = 0; f < 2; ++f) {
+    auto h = (*sw)->swap_out(name(f), buf->data(), bytes, SourceUse::borrow);
+    if (!h) return h.error();
+    ZS_TRY(h->wait());
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(kNvmeSettleS));  // settled data, as a step's state
+  auto read = [&](int f) -> core::Result<double> {
+    const auto t0 = Clock::now();
+    auto h = (*sw)->swap_in(name(f), buf->data(), bytes);
+    if (!h) return h.error();
+    ZS_TRY(h->wait());
+    return since(t0);
+  };
+  std::vector<std::vector<double>> extra(idles_s.size());
+  auto rounds_of = [&]() -> core::Status {
+    for (int r = 0; r < std::max(rounds, 1); ++r)
+      for (size_t k = 0; k < idles_s.size(); ++k) {  // interleaved, so a drift of the disk's rate spreads over all
+        std::this_thread::sleep_for(std::chrono::duration<double>(idles_s[k]));
+        auto first = read(0);
+        if (!first) return first.error();
+        auto next = read(1);
+        if (!next) return next.error();
+        extra[k].push_back(*first - *next);
+      }
+    return {};
+  };
+  const core::Status st = rounds_of();
+  for (int f = 0; f < 2; ++f) {
+    const core::Status rm = (*sw)->remove(name(f));
+    if (st.ok() && !rm.ok()) return rm.error();
+  }
+  if (!st.ok()) return st.error();
+  std::vector<std::pair<double, double>> out;
+  double floor = 0;
+  for (size_t k = 0; k < idles_s.size(); ++k) {
+    auto& v = extra[k];
+    std::sort(v.begin(), v.end());
+    const double med = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    floor = std::max(floor, med);  // a longer rest never costs less: noise that says so is noise
+    out.emplace_back(idles_s[k], floor);
+  }
+  return out;
+}
+
 core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
   const auto t_start = Clock::now();
   auto say = [&](const std::string& s) {

@@ -143,6 +143,13 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
                                       int reps, bool checksums = true, std::vector<std::string>* warnings = nullptr,
                                       int files = 1, double settle_s = 0);
 
+// The first swap after the path rested: per idle time (ascending), the median over `rounds` of a read of `bytes`
+// after the path sat idle that long, less a read of another file of that size at once after it. Both files are
+// written first and left to settle. Returns (idle s, extra s ≥ 0) per idle time, the extras made non-decreasing.
+core::Result<std::vector<std::pair<double, double>>> measure_nvme_idle(const std::vector<std::string>& paths,
+                                                                       const AioConfig& aio, int64_t bytes,
+                                                                       const std::vector<double>& idles_s, int rounds);
+
 // `base` with cpu.cores / memory_GiB / memory_GBps (triad) and the nvme fields (when measured) overwritten,
 // the measured block filled, and name/source saying where the figures came from. When r.gpu.probed: gpu.hbm_GBps
 // (the measured rate ÷ the GPU type's default hbm_efficiency, so that the cost model's effective rate is the

@@ -216,14 +216,20 @@ void Executor::launch(uint32_t i) {
       in.start = now;
       if (op.bytes <= 0) return finish(i);
       const bool nvme = op.kind == OpKind::nvme_read || op.kind == OpKind::nvme_write;
-      if (nvme && cost_.nvme_settle_s > 0) {
-        // Young data is still in a write cache: the link prices the fastest swap, the data's age the rest.
-        const bool read = op.kind == OpKind::nvme_read;
-        const double want = core::nvme_swap_time_s(cost_, read, op.bytes, data_age_s(in, op));
-        const double link =
-            core::nvme_link_latency_s(cost_, read) + static_cast<double>(op.bytes) / core::nvme_link_Bps(cost_, read);
-        if (want - link > 1e-12) {
-          b_->delay(want - link, new_act(ActType::age, i));
+      if (nvme) {
+        double extra = 0;
+        // The first swap after the path rested pays its wake-up; one that joins or follows a running swap does not.
+        if (nvme_active_++ == 0) extra = core::nvme_idle_extra_s(cost_, now - nvme_idle_since_);
+        if (cost_.nvme_settle_s > 0) {
+          // Young data is still in a write cache: the link prices the fastest swap, the data's age the rest.
+          const bool read = op.kind == OpKind::nvme_read;
+          const double want = core::nvme_swap_time_s(cost_, read, op.bytes, data_age_s(in, op));
+          const double link = core::nvme_link_latency_s(cost_, read) +
+                              static_cast<double>(op.bytes) / core::nvme_link_Bps(cost_, read);
+          extra += std::max(0.0, want - link);
+        }
+        if (extra > 1e-12) {
+          b_->delay(extra, new_act(ActType::age, i));
           return;
         }
       }
@@ -347,6 +353,8 @@ void Executor::finish(uint32_t i) {
   end_time_ = std::max(end_time_, in.end);
   ++done_count_;
   const core::Op& op = plan_.ops[in.op];
+  if ((op.kind == OpKind::nvme_read || op.kind == OpKind::nvme_write) && op.bytes > 0 && --nvme_active_ == 0)
+    nvme_idle_since_ = in.end;
   if (op.kind == OpKind::nvme_write && !nvme_written_.empty() && op.tensor >= 0) {
     const size_t base = static_cast<size_t>(in.rank) * plan_.tensors.size();
     for (int32_t t = op.tensor; t < op.tensor + std::max(op.tensor_count, 1); ++t)

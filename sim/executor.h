@@ -117,6 +117,10 @@ class Executor {
   std::vector<int32_t> coll_seq_;              // per instance: k-th collective of its rank, -1 none
   // Per (rank, tensor), when this step's last NVMe write of it ended (-1: not yet); only with hot NVMe figures.
   std::vector<double> nvme_written_;
+  // Swaps of the node in flight, and since when none has been (the step starts with the path idle since the
+  // previous step's last swap, which the step's start stands for, as data_age_s takes it).
+  int32_t nvme_active_ = 0;
+  double nvme_idle_since_ = 0;
   std::unordered_map<uint64_t, uint32_t> coll_index_;
   std::vector<Coll> colls_;
   std::vector<Act> acts_;

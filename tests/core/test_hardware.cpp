@@ -97,6 +97,37 @@ TEST_CASE("hardware: measured block is optional and typed", "[hardware]") {
   CHECK_FALSE(h2->measured.nvme_read_GBps.has_value());
 }
 
+TEST_CASE("hardware: the NVMe idle wake-up loads, round-trips and is checked", "[hardware]") {
+  std::string with = std::string(kGood);
+  with.insert(with.rfind('}'), R"(, "measured": {"nvme_idle_wake": [
+      {"idle_ms": 3, "extra_us": 40}, {"idle_ms": 30, "extra_us": 260}, {"idle_ms": 300, "extra_us": 800}]})");
+  auto h = load_hardware_file(write_tmp("idle", with));
+  INFO((h.ok() ? std::string() : h.error().message));
+  REQUIRE(h.ok());
+  REQUIRE(h->measured.nvme_idle_wake.size() == 3);
+  CHECK(h->measured.nvme_idle_wake[1].idle_ms == 30);
+  CHECK(h->measured.nvme_idle_wake[2].extra_us == 800);
+  auto back = load_hardware_file(write_tmp("idle_back", hardware_to_json(*h)));
+  REQUIRE(back.ok());
+  REQUIRE(back->measured.nvme_idle_wake.size() == 3);
+  CHECK(back->measured.nvme_idle_wake[0].extra_us == 40);
+  auto bad = [&](const std::string& from, const std::string& to, const char* name) {
+    std::string t = with;
+    t.replace(t.find(from), from.size(), to);
+    return error_of(t, name);
+  };
+  CHECK_THAT(bad(R"("idle_ms": 300)", R"("idle_ms": 20)", "idle_order"),
+             Catch::Contains("zs_test_hw_idle_order.json") && Catch::Contains("measured.nvme_idle_wake[2].idle_ms") &&
+                 Catch::Contains("ascending"));
+  CHECK_THAT(bad(R"("extra_us": 260)", R"("extra_us": -1)", "idle_neg"),
+             Catch::Contains("measured.nvme_idle_wake[1].extra_us") && Catch::Contains("out of range"));
+  CHECK_THAT(bad(R"("idle_ms": 3, )", "", "idle_missing"),
+             Catch::Contains("measured.nvme_idle_wake[0].idle_ms: missing required key"));
+  std::string notarray = std::string(kGood);
+  notarray.insert(notarray.rfind('}'), R"(, "measured": {"nvme_idle_wake": 5})");
+  CHECK_THAT(error_of(notarray, "idle_num"), Catch::Contains("measured.nvme_idle_wake: expected an array"));
+}
+
 TEST_CASE("hardware: the probe's aio sweep loads, round-trips and is checked", "[hardware]") {
   std::string with = std::string(kGood);
   with.insert(with.rfind('}'), R"(, "measured": {"nvme_read_GBps": 1.5, "aio_block_size": 1048576,

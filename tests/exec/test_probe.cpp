@@ -459,6 +459,18 @@ TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's
   CHECK((r.latency_s + big / r.rate_Bps == Approx(hp->read_large_s[0]).epsilon(1e-9) ||
          r.rate_Bps == Approx(big / hp->read_large_s[0]).epsilon(1e-9)));
   CHECK(h.source.find("NVMe swaps of") != std::string::npos);
+  // The first large swap after the path rested: three idle times, extras that never fall, into the profile.
+  REQUIRE(hp->nvme_idle.size() == 3);
+  CHECK(hp->nvme_idle[0].first == Approx(3e-3));
+  CHECK(hp->nvme_idle[2].first == Approx(0.3));
+  CHECK(hp->nvme_idle[0].second >= 0);
+  CHECK(hp->nvme_idle[1].second >= hp->nvme_idle[0].second);
+  CHECK(hp->nvme_idle[2].second >= hp->nvme_idle[1].second);
+  CHECK(hp->nvme_idle[2].second < 1.0);
+  REQUIRE(h.measured.nvme_idle_wake.size() == 3);
+  CHECK(h.measured.nvme_idle_wake[1].idle_ms == Approx(30));
+  CHECK(h.measured.nvme_idle_wake[2].extra_us == Approx(hp->nvme_idle[2].second * 1e6));
+  CHECK(h.source.find("the first after an idle path") != std::string::npos);
   // The probe leaves no file behind.
   CHECK(fs::is_empty(dir));
   fs::remove_all(dir);
@@ -469,6 +481,26 @@ TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's
   auto e = exec::probe_host_device(bad.m, bad.s, bad.plan);
   REQUIRE_FALSE(e.ok());
   CHECK(e.error().message.find("/nonexistent/zs") != std::string::npos);
+}
+
+TEST_CASE("measure_nvme_idle: per idle time the first read's extra over the next, never falling, no file left",
+          "[exec][probe][nvme]") {
+  const fs::path dir = fs::temp_directory_path() / ("zs_nvme_idle_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  exec::AioConfig aio;
+  auto x = exec::measure_nvme_idle({dir.string()}, aio, 1 << 20, {1e-3, 20e-3}, 3);
+  REQUIRE(x.ok());
+  REQUIRE(x->size() == 2);
+  CHECK((*x)[0].first == 1e-3);
+  CHECK((*x)[1].first == 20e-3);
+  CHECK((*x)[0].second >= 0);
+  CHECK((*x)[1].second >= (*x)[0].second);
+  CHECK((*x)[1].second < 1.0);
+  CHECK(fs::is_empty(dir));
+  fs::remove_all(dir);
+  auto bad = exec::measure_nvme_idle({"/nonexistent/zs"}, aio, 1 << 20, {1e-3}, 1);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("/nonexistent/zs") != std::string::npos);
 }
 
 TEST_CASE("a swap line through two medians", "[exec][probe]") {

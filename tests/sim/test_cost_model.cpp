@@ -219,6 +219,27 @@ TEST_CASE("the ds_config's aio settings scale the probe's NVMe rates by its swee
   CHECK(said(f).empty());
 }
 
+TEST_CASE("a measured NVMe idle wake-up loads into the cost model, interpolated in log(idle)", "[cost]") {
+  core::Hardware h = dgx2();
+  CHECK(core::cost_model_for(h, core::Precision::fp16).nvme_idle_wake.empty());
+  CHECK(core::nvme_idle_extra_s(core::cost_model_for(h, core::Precision::fp16), 1.0) == 0);
+  h.measured.nvme_idle_wake = {{3, 50}, {30, 250}, {300, 750}};  // ms, us
+  const auto c = core::cost_model_for(h, core::Precision::fp16);
+  REQUIRE(c.nvme_idle_wake.size() == 3);
+  CHECK(c.nvme_idle_wake[1].first == Approx(0.03));
+  CHECK(c.nvme_idle_wake[1].second == Approx(250e-6));
+  CHECK(core::nvme_idle_extra_s(c, 0) == 0);
+  CHECK(core::nvme_idle_extra_s(c, 1.5e-3) == Approx(25e-6));  // below the first point: in proportion
+  CHECK(core::nvme_idle_extra_s(c, 3e-3) == Approx(50e-6));
+  CHECK(core::nvme_idle_extra_s(c, std::sqrt(3e-3 * 30e-3)) == Approx(150e-6));  // halfway in log
+  CHECK(core::nvme_idle_extra_s(c, 0.3) == Approx(750e-6));
+  CHECK(core::nvme_idle_extra_s(c, 60.0) == Approx(750e-6));  // beyond: the last figure
+  bool listed = false;
+  for (const auto& [k, v] : c.provenance)
+    if (k == "nvme_idle_wake") listed = v.find("+250 us after 30 ms") != std::string::npos;
+  CHECK(listed);
+}
+
 TEST_CASE("measured hot NVMe figures load into the cost model and price young data", "[cost]") {
   core::Hardware h = dgx2();
   h.measured.nvme_read_GBps = 2.0;

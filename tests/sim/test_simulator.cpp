@@ -187,6 +187,34 @@ TEST_CASE("an NVMe swap costs by the age of its data: hot figures at once, settl
   }
 }
 
+TEST_CASE("the first NVMe swap after the path rested pays its wake-up; swaps beside or right after it do not",
+          "[sim][golden]") {
+  auto c = test::exact_cost();  // settled: read 50 us + 3 GB/s, write 80 us + 2 GB/s
+  c.nvme_idle_wake = {{0.01, 100e-6}, {0.1, 400e-6}};
+  const int64_t B = 30'000'000;
+  const double rd = 50e-6 + B / 3e9, wr = 80e-6 + B / 2e9;
+  PlanBuilder b;
+  const uint32_t g = b.compute(5e12);                           // 0: 0.05 s, the path idle since the step began
+  const uint32_t r1 = b.transfer(OpKind::nvme_read, B, {g});    // 1: after 0.05 s idle: 100 + 300 * log(5)/log(10) us
+  const uint32_t w1 = b.transfer(OpKind::nvme_write, B, {g});   // 2: starts beside 1: the path is awake
+  const uint32_t r2 = b.transfer(OpKind::nvme_read, B, {r1});   // 3: right after 1: awake
+  const uint32_t g2 = b.compute(50e12, {r2, w1});               // 4: 0.5 s
+  const uint32_t w2 = b.transfer(OpKind::nvme_write, B, {g2});  // 5: after 0.5 s idle: past the last point, its 400 us
+  (void)w2;
+  auto res = run(b.plan(), 1, 1, c);
+  const double x1 = 100e-6 + 300e-6 * std::log(5.0) / std::log(10.0);
+  CHECK(event(res, 1).start_s == Approx(0.05).epsilon(kRel));
+  CHECK(duration(res, 1) == Approx(x1 + rd).epsilon(kRel));
+  CHECK(duration(res, 2) == Approx(wr).epsilon(kRel));
+  CHECK(duration(res, 3) == Approx(rd).epsilon(kRel));
+  CHECK(duration(res, 5) == Approx(400e-6 + wr).epsilon(kRel));
+  SECTION("without the measured figures every swap costs the same") {
+    auto plain = run(b.plan(), 1, 1, test::exact_cost());
+    CHECK(duration(plain, 1) == Approx(rd).epsilon(kRel));
+    CHECK(duration(plain, 5) == Approx(wr).epsilon(kRel));
+  }
+}
+
 TEST_CASE("a stream that waited past its poll budget starts a wake-up late (measured.stream_wake_latency_us)",
           "[sim][golden]") {
   auto c = test::exact_cost();
