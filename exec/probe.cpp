@@ -76,6 +76,23 @@ SwapLine fit_swap_line(int64_t b1_bytes, double t1, int64_t b2_bytes, double t2)
   return {rate, lat};
 }
 
+namespace {
+
+// Incompressible-ish content for probe swaps, every page touched.
+void fill_swap_pattern(unsigned char* p, int64_t bytes) {
+  for (int64_t i = 0; i < bytes; i += 8) {
+    const uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    std::memcpy(p + i, &x, static_cast<size_t>(std::min<int64_t>(8, bytes - i)));
+  }
+}
+
+double sorted_median(const std::vector<double>& v) {
+  const size_t k = v.size();
+  return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+}
+
+}  // namespace
+
 core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
                                       int reps, bool checksums, std::vector<std::string>* warnings, int files,
                                       double settle_s) {
@@ -88,10 +105,7 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
       if (std::find(warnings->begin(), warnings->end(), w) == warnings->end()) warnings->push_back(w);
   auto buf = PinnedBuffer::allocate(bytes, /*lock=*/false);
   if (!buf) return buf.error();
-  for (int64_t i = 0; i < bytes; i += 8) {  // incompressible-ish content, every page touched
-    const uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
-    std::memcpy(buf->data() + i, &x, static_cast<size_t>(std::min<int64_t>(8, bytes - i)));
-  }
+  fill_swap_pattern(buf->data(), bytes);
   NvmeSample s;
   s.block_size = aio.block_size;
   s.queue_depth = aio.queue_depth;
@@ -117,12 +131,8 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
   for (int f = 0; f < files; ++f) ZS_TRY((*sw)->remove(name(f)));
   std::sort(tw.begin(), tw.end());
   std::sort(tr.begin(), tr.end());
-  auto median = [](const std::vector<double>& v) {
-    const size_t k = v.size();
-    return k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
-  };
-  s.write_median_s = median(tw);
-  s.read_median_s = median(tr);
+  s.write_median_s = sorted_median(tw);
+  s.read_median_s = sorted_median(tr);
   s.write_GBps = static_cast<double>(bytes) / s.write_median_s / 1e9;
   s.read_GBps = static_cast<double>(bytes) / s.read_median_s / 1e9;
   s.write_peak_GBps = static_cast<double>(bytes) / tw.front() / 1e9;
@@ -138,10 +148,7 @@ core::Result<std::vector<std::pair<double, double>>> measure_nvme_idle(const std
   if (!sw) return sw.error();
   auto buf = PinnedBuffer::allocate(bytes, /*lock=*/false);
   if (!buf) return buf.error();
-  for (int64_t i = 0; i < bytes; i += 8) {
-    const uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
-    std::memcpy(buf->data() + i, &x, static_cast<size_t>(std::min<int64_t>(8, bytes - i)));
-  }
+  fill_swap_pattern(buf->data(), bytes);
   auto name = [](int f) { return "zerosim_idle_" + std::to_string(::getpid()) + "_" + std::to_string(f); };
   for (int f = 0; f < 2; ++f) {
     auto h = (*sw)->swap_out(name(f), buf->data(), bytes, SourceUse::borrow);
@@ -180,7 +187,7 @@ core::Result<std::vector<std::pair<double, double>>> measure_nvme_idle(const std
   for (size_t k = 0; k < idles_s.size(); ++k) {
     auto& v = extra[k];
     std::sort(v.begin(), v.end());
-    const double med = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    const double med = sorted_median(v);
     floor = std::max(floor, med);  // a longer rest never costs less: noise that says so is noise
     out.emplace_back(idles_s[k], floor);
   }
