@@ -296,7 +296,7 @@ void run_train(const Opts& o, int& exit_code) {
   exec::Communicator& engine_comm = nccl ? *nccl : *G.comm;
   // The host device's profile: probed before training (written at once, so a failed run still leaves one) and
   // again after it, each module's faster session standing (host_probe.h: a neighbour on a shared VM can slow one
-  // session down throughout).
+  // session down throughout), the optimizer's CPU passes and swaps the mean of the two (they drift with the machine).
   std::optional<exec::HostDeviceProbe> device_probe;
   auto write_device_profile = [&](const exec::HostDeviceProbe* earlier) -> bool {
     auto hp = exec::probe_host_device(in->model, in->strategy, check, earlier, adam_threads);
@@ -332,8 +332,10 @@ void run_train(const Opts& o, int& exit_code) {
       std::printf(
           "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
           "(fit rms %.0f%%)%s -> %s\n",
-          earlier ? "after training, each module's faster session" : "before training", hp->gemm_flops_per_s / 1e9, mb,
-          hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel, opt, o.device_profile.c_str());
+          earlier ? "after training, each module's faster session, the optimizer's passes and swaps the mean"
+                  : "before training",
+          hp->gemm_flops_per_s / 1e9, mb, hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel, opt,
+          o.device_profile.c_str());
     }
     return true;
   };

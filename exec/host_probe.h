@@ -40,14 +40,14 @@ struct HostDeviceProbe {
   std::vector<double> forward_s, backward_s;
   int sessions = 1;
   // The optimizer's CPU passes (opt_elements 0: the optimizer is not on the CPU): one group of opt_elements on
-  // opt_threads threads; per pass the median over the session's repeats (merged: the faster session).
+  // opt_threads threads; per pass the median over the session's repeats (merged: the mean of the sessions).
   int64_t opt_elements = 0;
   int opt_threads = 0;
   int64_t unscale_bytes = 0, cast_bytes = 0;  // bytes each pass moves (unscale: fp32 read + write)
   double unscale_s = 0, adam_s = 0, cast_s = 0;
   // NVMe swaps at the run's sizes (nvme_large 0: the Plan swaps nothing): the Plan's smallest and largest swap,
   // through the swapper on the ds_config's nvme_path and aio settings, 4 tensors out then in; each size's median
-  // swap, [0] read kNvmeSettleS after its write, [1] at once (merged: the faster session).
+  // swap, [0] read kNvmeSettleS after its write, [1] at once (merged: the mean of the sessions).
   int64_t nvme_small = 0, nvme_large = 0;
   int64_t aio_block_size = 0, aio_queue_depth = 0;
   double read_small_s[2] = {}, read_large_s[2] = {}, write_small_s[2] = {}, write_large_s[2] = {};
@@ -59,7 +59,8 @@ struct HostDeviceProbe {
 // With `earlier` (a probe of the same model and strategy, e.g. from before a training run): each module's time is
 // the smaller of the two sessions', the copy rate the higher, the wake-up the shorter, and the rates are fitted to
 // that. A session is ~2 s; on a shared VM a neighbour can slow all of one down (here: GEMM 2x slower in 2 of 12
-// runs), which the other session then outvotes.
+// runs), which the other session then outvotes. The optimizer's CPU passes and the swaps take the mean of the two
+// sessions instead: they drift with the machine from second to second, and the run lies between the sessions.
 core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
                                                 const core::Plan& plan, const HostDeviceProbe* earlier = nullptr,
                                                 int cpu_threads = 0);
@@ -67,8 +68,8 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
 // `base` with the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1), HBM = the fitted
 // bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the measured one),
 // PCIe = the copy bandwidth; with the optimizer's passes, CPU Adam = their Adam rate, cpu_pass_GBps = the
-// unscale's bytes over its time and cpu_cast_GBps the cast's; with the swaps, the NVMe lines (settled and at once) through the two
-// sizes, fitted at the ds_config's aio settings; name and source say so.
+// unscale's bytes over its time and cpu_cast_GBps the cast's; with the swaps, the NVMe lines (settled and at once)
+// through the two sizes, fitted at the ds_config's aio settings; name and source say so.
 core::Hardware apply_host_probe(core::Hardware base, const HostDeviceProbe& p);
 
 }  // namespace zs::exec
