@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <utility>
 
 namespace zs::exec {
@@ -30,6 +31,12 @@ void* map_huge(size_t bytes) {
 
 void unmap_huge(void* p, size_t bytes) {
   if (p) ::munmap(p, mapped_size(bytes));
+}
+
+int lock_huge(void* p, size_t bytes) { return ::mlock(p, mapped_size(bytes)) == 0 ? 0 : errno; }
+
+void unlock_huge(void* p, size_t bytes) {
+  if (p) ::munlock(p, mapped_size(bytes));
 }
 
 HostBuffer HostBuffer::allocate(size_t bytes) {

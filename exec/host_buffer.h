@@ -15,6 +15,12 @@ namespace zs::exec {
 // rounded up to 2 MiB, 2 MiB-aligned, zero-filled; nullptr on failure. unmap_huge takes the same `bytes`.
 void* map_huge(size_t bytes);
 void unmap_huge(void* p, size_t bytes);
+// Page-locks (mlock) / unlocks the whole mapping behind map_huge(bytes): every 2 MiB page in full. Locking only
+// `bytes` splits the last huge page and the mapping at the lock's end, and on this project's VM (Linux 6.18,
+// virtio disk) O_DIRECT from such a buffer ran 8-14% slower at 13 MB and ~3x slower at 1 MB than from whole
+// pages (docs/VALIDATION.md, "Page-locking whole huge pages"). 0 or errno, as mlock.
+int lock_huge(void* p, size_t bytes);
+void unlock_huge(void* p, size_t bytes);
 
 class HostBuffer {
  public:
@@ -33,6 +39,7 @@ class HostBuffer {
     return static_cast<T*>(data_);
   }
   size_t bytes() const { return bytes_; }
+  size_t mapped_bytes() const { return mapped_; }  // the mapping: bytes rounded up to 2 MiB
   explicit operator bool() const { return data_ != nullptr; }
 
  private:

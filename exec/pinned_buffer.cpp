@@ -30,12 +30,13 @@ core::Result<PinnedBuffer> PinnedBuffer::allocate(int64_t bytes, bool lock) {
   b.data_ = static_cast<unsigned char*>(p);
   b.bytes_ = rounded;
   if (lock) {
-    if (::mlock(p, static_cast<size_t>(rounded)) == 0) {
+    // The whole mapping, every 2 MiB page in full (host_buffer.h: locking `rounded` splits the last huge page).
+    const int e = lock_huge(p, static_cast<size_t>(rounded));
+    if (e == 0) {
       b.locked_ = true;
     } else {
-      const int e = errno;
       const int64_t lim = memlock_limit_bytes();
-      b.lock_error_ = "mlock of " + std::to_string(rounded >> 20) + " MiB failed (" + std::strerror(e) +
+      b.lock_error_ = "mlock of " + std::to_string(b.host_.mapped_bytes() >> 20) + " MiB failed (" + std::strerror(e) +
                       (lim >= 0 ? "; RLIMIT_MEMLOCK is " + std::to_string(lim >> 10) + " KiB" : std::string()) +
                       "): buffers are not page-locked; raise `ulimit -l` to lock them";
     }
@@ -44,7 +45,7 @@ core::Result<PinnedBuffer> PinnedBuffer::allocate(int64_t bytes, bool lock) {
 }
 
 void PinnedBuffer::reset() {
-  if (data_ && locked_) ::munlock(data_, static_cast<size_t>(bytes_));
+  if (data_ && locked_) unlock_huge(data_, static_cast<size_t>(bytes_));
   host_ = HostBuffer();
   data_ = nullptr;
   bytes_ = 0;

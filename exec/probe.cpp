@@ -103,7 +103,7 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
   if (warnings)
     for (const auto& w : (*sw)->warnings())
       if (std::find(warnings->begin(), warnings->end(), w) == warnings->end()) warnings->push_back(w);
-  auto buf = PinnedBuffer::allocate(bytes, /*lock=*/false);
+  auto buf = PinnedBuffer::allocate(bytes, /*lock=*/true);  // page-locked, as the engine's swap buffers
   if (!buf) return buf.error();
   fill_swap_pattern(buf->data(), bytes);
   NvmeSample s;
@@ -142,11 +142,10 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
 
 core::Result<std::vector<std::pair<double, double>>> measure_nvme_idle(const std::vector<std::string>& paths,
                                                                        const AioConfig& aio, int64_t bytes,
-                                                                       const std::vector<double>& idles_s,
-                                                                       int rounds) {
+                                                                       const std::vector<double>& idles_s, int rounds) {
   auto sw = Swapper::create(zero_copy_swapper_options(paths, aio));
   if (!sw) return sw.error();
-  auto buf = PinnedBuffer::allocate(bytes, /*lock=*/false);
+  auto buf = PinnedBuffer::allocate(bytes, /*lock=*/true);  // page-locked, as the engine's swap buffers
   if (!buf) return buf.error();
   fill_swap_pattern(buf->data(), bytes);
   auto name = [](int f) { return "zerosim_idle_" + std::to_string(::getpid()) + "_" + std::to_string(f); };
