@@ -506,8 +506,22 @@ Vma vma_of(const void* p) {
 }
 }  // namespace
 
+// AddressSanitizer intercepts mlock and munlock with no-ops that return 0: nothing is locked in an ASan build.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMlockLocks = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kMlockLocks = false;
+#else
+constexpr bool kMlockLocks = true;
+#endif
+#else
+constexpr bool kMlockLocks = true;
+#endif
+
 TEST_CASE("page-locked buffers lock whole 2 MiB pages: the mapping is not split where the lock ends",
           "[exec][swapper]") {
+  if (!kMlockLocks) WARN("AddressSanitizer build: mlock is a no-op here, only the mappings are checked");
   // Locking only the bytes asked for splits the last huge page and the mapping; O_DIRECT from such a buffer ran
   // 8-14% slower at 13 MB and ~3x slower at 1 MB on this project's VM (docs/VALIDATION.md).
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
@@ -521,7 +535,7 @@ TEST_CASE("page-locked buffers lock whole 2 MiB pages: the mapping is not split 
   const Vma v = vma_of(b->data());
   INFO("mapping " << std::hex << v.start << "-" << v.end << " buffer at " << a);
   CHECK(v.end >= a + kHuge);  // one mapping through the whole 2 MiB page
-  CHECK(v.locked_kb == static_cast<int64_t>((v.end - v.start) >> 10));
+  if (kMlockLocks) CHECK(v.locked_kb == static_cast<int64_t>((v.end - v.start) >> 10));
 
   // The host device's pinned buffers (the engine's swap buffers): 3 MB in a 4 MiB mapping, all of it locked.
   auto dev = make_host_device({.memory_bytes = 1 << 20, .lock_pinned = true});
@@ -536,5 +550,5 @@ TEST_CASE("page-locked buffers lock whole 2 MiB pages: the mapping is not split 
   const Vma hv = vma_of(h->data());
   INFO("mapping " << std::hex << hv.start << "-" << hv.end << " buffer at " << ha);
   CHECK(hv.end >= ha + 2 * kHuge);
-  CHECK(hv.locked_kb == static_cast<int64_t>((hv.end - hv.start) >> 10));
+  if (kMlockLocks) CHECK(hv.locked_kb == static_cast<int64_t>((hv.end - hv.start) >> 10));
 }
