@@ -17,8 +17,8 @@ void* map_huge(size_t bytes);
 void unmap_huge(void* p, size_t bytes);
 // Page-locks (mlock) / unlocks the whole mapping behind map_huge(bytes): every 2 MiB page in full. Locking only
 // `bytes` splits the last huge page and the mapping at the lock's end, and on this project's VM (Linux 6.18,
-// virtio disk) O_DIRECT from such a buffer ran 8-14% slower at 13 MB and ~3x slower at 1 MB than from whole
-// pages (docs/VALIDATION.md, "Page-locking whole huge pages"). 0 or errno, as mlock.
+// virtio disk) a read into such a buffer took 1.16x as long at 13 MB and 4.3x at 1 MB as into whole locked pages
+// (bench_locked_pages, bench/RESULTS.md). 0 or errno, as mlock.
 int lock_huge(void* p, size_t bytes);
 void unlock_huge(void* p, size_t bytes);
 

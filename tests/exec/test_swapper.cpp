@@ -523,7 +523,7 @@ TEST_CASE("page-locked buffers lock whole 2 MiB pages: the mapping is not split 
           "[exec][swapper]") {
   if (!kMlockLocks) WARN("AddressSanitizer build: mlock is a no-op here, only the mappings are checked");
   // Locking only the bytes asked for splits the last huge page and the mapping; O_DIRECT from such a buffer ran
-  // 8-14% slower at 13 MB and ~3x slower at 1 MB on this project's VM (docs/VALIDATION.md).
+  // 1.16x as long at 13 MB and 4.3x at 1 MB on this project's VM (bench_locked_pages, bench/RESULTS.md).
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
   auto b = PinnedBuffer::allocate(1'000'000, /*lock=*/true);
   REQUIRE(b.ok());
