@@ -1,7 +1,8 @@
 // CPU Adam throughput against the machine's own limit, measured in the same run on the same arrays:
 // params/s × 28 B (fp32 p, g, m, v: p r/w, g r, m r/w, v r/w) divided by the Adam-pattern DRAM bandwidth
 // (same 4-read/3-write streams, no arithmetic, same threads and tiles). Goal ≥ 90%. Also the speed-up over
-// the scalar reference kernel, and the mixed-precision variant (fp16 grads + bf16 copy out, also 28 B).
+// the scalar reference kernel, and the mixed-precision variant (fp16 grads + bf16 copy out, also 28 B). Last, the
+// host device's gradient D2H conversion against a memcpy of its output on one thread.
 //   bench_cpu_adam [--params N] [--threads T] [--reps R] [--tile E]
 #include <algorithm>
 #include <chrono>
@@ -128,5 +129,32 @@ int main(int argc, char** argv) {
   }
   std::printf("\nbest %s: %.1f%% of the Adam-pattern DRAM bandwidth (goal >= 90%%), %.2fx the scalar reference\n",
               to_string(best_adam_kernel()), 100 * best_ratio, best_speedup);
+
+  // The host device's gradient D2H (grads_to_f32_sumsq: 16-bit gradients to fp32 with the norm's Σx², one
+  // thread, as a stream runs it) against a memcpy of the same fp32 bytes on the same thread: the copy the Plan
+  // prices that D2H as. Whole arrays (past the L3), best of reps.
+  std::printf("\n%-34s %12s %10s\n", "gradient D2H, 1 thread", "GB/s out", "of memcpy");
+  auto best_of = [&](auto&& fn) {
+    double t = 1e30;
+    for (int r = 0; r < reps; ++r) {
+      const auto t0 = Clock::now();
+      fn();
+      t = std::min(t, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    return static_cast<double>(f32) / t / 1e9;
+  };
+  const double copy_GBps = best_of([&] { std::memcpy(g, p, f32); });
+  std::printf("%-34s %12.2f %9.1f%%\n", "memcpy (the limit)", copy_GBps, 100.0);
+  double sink = 0;
+  for (AdamKernel k : {AdamKernel::scalar, AdamKernel::avx2, AdamKernel::avx512}) {
+    if (!adam_kernel_supported(k) || (k == AdamKernel::avx512 && best_adam_kernel() != k)) continue;
+    for (GradDtype gd : {GradDtype::bf16, GradDtype::fp16}) {
+      const double r = best_of([&] { sink += grads_to_f32_sumsq(k, g, g16b.data(), n, gd); });
+      std::printf("%-34s %12.2f %9.1f%%\n",
+                  (std::string(to_string(k)) + (gd == GradDtype::bf16 ? " bf16" : " fp16") + " -> fp32 + sumsq").c_str(),
+                  r, 100 * r / copy_GBps);
+    }
+  }
+  if (sink < 0) std::printf("%g\n", sink);  // keeps the sums live
   return 0;
 }

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "exec/cpu_adam_kernels.h"
+#include "exec/dtype.h"
+#include "exec/kernels_ref.h"
 #include "exec/thread_pool.h"
 
 namespace zs::exec {
@@ -189,6 +191,19 @@ void scale_f32(AdamKernel k, float* x, float mul, int64_t n) {
     case AdamKernel::avx512:
       return detail::scale_avx512(x, mul, n);
   }
+}
+
+double grads_to_f32_sumsq(AdamKernel k, float* out, const void* in, int64_t n, GradDtype g) {
+  if (k != AdamKernel::scalar) return detail::grads_to_f32_sumsq_avx2(out, in, n, g);
+  switch (g) {
+    case GradDtype::fp32:
+      return cast_to_f32_sumsq<float>(out, static_cast<const float*>(in), n);
+    case GradDtype::fp16:
+      return cast_to_f32_sumsq<fp16_t>(out, static_cast<const fp16_t*>(in), n);
+    case GradDtype::bf16:
+      return cast_to_f32_sumsq<bf16_t>(out, static_cast<const bf16_t*>(in), n);
+  }
+  return 0;
 }
 
 int64_t adam_bytes_per_element(GradDtype g, StateDtype s, LpDtype lp) {

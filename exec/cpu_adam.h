@@ -89,6 +89,12 @@ void cast_to_lp(AdamKernel k, uint16_t* out, const float* in, int64_t n, LpDtype
 // x[i] *= mul with kernel k's vectors (DeepSpeed's unscale_and_clip_grads pass, torch's vectorised mul_): one
 // rounding per element, so every kernel gives the same bits.
 void scale_f32(AdamKernel k, float* x, float mul, int64_t n);
+// Gradients in `in` (g's dtype) → fp32 `out` (may be null), returning Σ out² in double: element i goes to lane
+// i % 4 and the lanes combine as (l0 + l1) + (l2 + l3), cast_to_f32_sumsq's order (exec/kernels_ref.h), so every
+// kernel gives its bits and the gradient norm does not depend on the machine. The host device's gradient
+// D2H (its DeviceKernels::to_f32), which a GPU does in its copy; avx512 runs the avx2 loop (one double lane per
+// reference lane: a wider vector would not change the order, only the loads).
+double grads_to_f32_sumsq(AdamKernel k, float* out, const void* in, int64_t n, GradDtype g);
 
 // The engine's work units on CPU Adam's threads: Adam's tiles, and the chunks of its streaming passes (unscale,
 // casts). `train --write-device-profile` times the passes with the same units.

@@ -19,6 +19,9 @@ void cast_lp_avx2(uint16_t* out, const float* in, int64_t n, bool fp16);
 void cast_lp_avx512(uint16_t* out, const float* in, int64_t n, bool fp16);
 void scale_avx2(float* x, float mul, int64_t n);
 void scale_avx512(float* x, float mul, int64_t n);
+// Gradients (g's dtype) → fp32 `out` (may be null) over [0, n); returns Σ out² in the reference's order
+// (cast_to_f32_sumsq, exec/kernels_ref.h): whole vectors, then the scalar loop for the tail.
+double grads_to_f32_sumsq_avx2(float* out, const void* in, int64_t n, GradDtype g);
 bool cpu_has_avx2_fma_f16c();
 bool cpu_has_avx512();
 

@@ -261,6 +261,48 @@ void scale_avx2(float* x, float mul, int64_t n) {
   for (int64_t i = scale256(x, mul, n); i < n; ++i) x[i] *= mul;
 }
 
+namespace {
+// Eight gradients per turn: two vectors of four doubles, lane j holding elements i + j and then i + 4 + j, which is
+// where the reference adds them (element k to lane k % 4, in order). Products and sums are separate roundings
+// (zs_exec builds with -ffp-contract=off), as the reference's are.
+template <GradDtype G>
+ZS_TARGET_AVX2_FN int64_t to_f32_256(float* out, const void* in, int64_t n, double* lanes) {
+  __m256d acc = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + V256::kWidth <= n; i += V256::kWidth) {
+    __m256 x;
+    if constexpr (G == GradDtype::bf16)
+      x = V256::load_bf16(static_cast<const uint16_t*>(in) + i);
+    else if constexpr (G == GradDtype::fp16)
+      x = V256::load_fp16(static_cast<const uint16_t*>(in) + i);
+    else
+      x = V256::load(static_cast<const float*>(in) + i);
+    if (out) V256::store(out + i, x);
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(x));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1));
+    acc = _mm256_add_pd(acc, _mm256_mul_pd(lo, lo));
+    acc = _mm256_add_pd(acc, _mm256_mul_pd(hi, hi));
+  }
+  _mm256_storeu_pd(lanes, acc);
+  return i;
+}
+}  // namespace
+
+double grads_to_f32_sumsq_avx2(float* out, const void* in, int64_t n, GradDtype g) {
+  double l[4];
+  const int64_t done = g == GradDtype::bf16   ? to_f32_256<GradDtype::bf16>(out, in, n, l)
+                       : g == GradDtype::fp16 ? to_f32_256<GradDtype::fp16>(out, in, n, l)
+                                              : to_f32_256<GradDtype::fp32>(out, in, n, l);
+  for (int64_t i = done; i < n; ++i) {  // the tail: done is a multiple of 8, so lane i % 4 continues the order
+    const float v = g == GradDtype::bf16   ? bf16_to_float(static_cast<const uint16_t*>(in)[i])
+                    : g == GradDtype::fp16 ? fp16_to_float(static_cast<const uint16_t*>(in)[i])
+                                           : static_cast<const float*>(in)[i];
+    if (out) out[i] = v;
+    l[i % 4] += static_cast<double>(v) * static_cast<double>(v);
+  }
+  return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
 }  // namespace zs::exec::detail
 
 #else  // not x86-64: the scalar reference is the only kernel
@@ -281,6 +323,9 @@ void cast_lp_avx2(uint16_t* out, const float* in, int64_t n, bool fp16) {
 void scale_avx512(float* x, float mul, int64_t n) { scale_avx2(x, mul, n); }
 void scale_avx2(float* x, float mul, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= mul;
+}
+double grads_to_f32_sumsq_avx2(float* out, const void* in, int64_t n, GradDtype g) {
+  return grads_to_f32_sumsq(AdamKernel::scalar, out, in, n, g);
 }
 }  // namespace zs::exec::detail
 

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "exec/cpu_adam.h"
+#include "exec/dtype.h"
+#include "exec/kernels_ref.h"
 
 using namespace zs::exec;
 
@@ -313,6 +315,50 @@ TEST_CASE("the SIMD fp32 -> lp copy-back casts equal the scalar converters bit f
       CHECK(diff == 0);
     }
   }
+}
+
+TEST_CASE("the gradients' fp32 conversion and sum of squares: every kernel gives the reference's bits",
+          "[exec][cpu_adam]") {
+  // Gradients over many exponents (a norm summed in another order differs in its last bits), the edge values, and
+  // lengths around the vector widths: the sum's lane order must survive every tail.
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> base;
+  for (int i = 0; i < 4117; ++i) base.push_back(nd(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 40) - 20));
+  for (float f : {0.0f, -0.0f, 65504.0f, 6e-8f, 3e-38f, 1e-45f}) base.push_back(f);
+  for (GradDtype g : {GradDtype::fp32, GradDtype::bf16, GradDtype::fp16}) {
+    // The gradients in g's storage, and the reference's fp32 values and sum.
+    std::vector<unsigned char> in(base.size() * 4);
+    for (size_t i = 0; i < base.size(); ++i) {
+      if (g == GradDtype::fp32) std::memcpy(in.data() + 4 * i, &base[i], 4);
+      const uint16_t h = g == GradDtype::bf16 ? float_to_bf16(base[i]) : float_to_fp16(base[i]);
+      if (g != GradDtype::fp32) std::memcpy(in.data() + 2 * i, &h, 2);
+    }
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{15},
+                      int64_t{17}, static_cast<int64_t>(base.size())}) {
+      std::vector<float> ref(static_cast<size_t>(n) + 1, -1.0f);
+      double want = 0;
+      if (g == GradDtype::fp32) want = cast_to_f32_sumsq<float>(ref.data(), reinterpret_cast<const float*>(in.data()), n);
+      if (g == GradDtype::bf16) want = cast_to_f32_sumsq<bf16_t>(ref.data(), reinterpret_cast<const bf16_t*>(in.data()), n);
+      if (g == GradDtype::fp16) want = cast_to_f32_sumsq<fp16_t>(ref.data(), reinterpret_cast<const fp16_t*>(in.data()), n);
+      for (AdamKernel k : {AdamKernel::scalar, AdamKernel::avx2, AdamKernel::avx512}) {
+        if (!adam_kernel_supported(k)) continue;
+        INFO(to_string(k) << " dtype " << static_cast<int>(g) << " n " << n);
+        std::vector<float> out(static_cast<size_t>(n) + 1, -1.0f);
+        const double got = grads_to_f32_sumsq(k, out.data(), in.data(), n, g);
+        CHECK(std::memcmp(&got, &want, sizeof got) == 0);
+        CHECK(std::memcmp(out.data(), ref.data(), out.size() * 4) == 0);  // and nothing past n written
+        const double no_out = grads_to_f32_sumsq(k, nullptr, in.data(), n, g);
+        CHECK(std::memcmp(&no_out, &want, sizeof got) == 0);
+      }
+    }
+  }
+  // A sum taken in another order is not the reference's: the check above can tell (the lanes matter).
+  std::vector<float> f(base.begin(), base.begin() + 4096), tmp(4096);
+  double serial = 0;
+  for (float v : f) serial += static_cast<double>(v) * static_cast<double>(v);
+  const double ref = cast_to_f32_sumsq<float>(tmp.data(), f.data(), 4096);
+  CHECK(std::memcmp(&serial, &ref, sizeof ref) != 0);
 }
 
 TEST_CASE("the unscale pass: every kernel gives the scalar loop's bits, tails included", "[exec][cpu_adam]") {
