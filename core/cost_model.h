@@ -64,7 +64,7 @@ struct CostModel {
   // PCIe (per GPU, per direction) and the shared host uplink (per node, per direction)
   double pcie_h2d_Bps = 0, pcie_d2h_Bps = 0, pcie_host_Bps = 0;
   double pcie_h2d_pageable_Bps = 0, pcie_d2h_pageable_Bps = 0;
-  double pcie_latency_s = 10e-6;  // cudaMemcpyAsync issue + DMA setup
+  double pcie_latency_s = 10e-6;  // cudaMemcpyAsync issue + DMA setup; measured.pcie_latency_us overrides
   // NVMe (per node, all drives, through the async I/O path)
   double nvme_read_Bps = 0, nvme_write_Bps = 0;
   // Fixed cost per transfer (one swap), each direction; measured: nvme_read/write_latency_us.

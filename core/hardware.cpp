@@ -123,6 +123,7 @@ Result<Hardware> load_hardware_file(const std::string& path) {
     ms.stream_wake_latency_us = m.opt_number({"stream_wake_latency_us"}, 0, 1e7);
     ms.pcie_h2d_pageable_GBps = m.opt_number({"pcie_h2d_pageable_GBps"}, 1e-6, 1e6);
     ms.pcie_d2h_pageable_GBps = m.opt_number({"pcie_d2h_pageable_GBps"}, 1e-6, 1e6);
+    ms.pcie_latency_us = m.opt_number({"pcie_latency_us"}, 0, 1e6);
     ms.nccl_busbw_GBps = m.opt_number({"nccl_busbw_GBps"}, 1e-6, 1e6);
   }
   ZS_TRY(r.finish());
@@ -202,6 +203,7 @@ std::string hardware_to_json(const Hardware& h) {
   put("stream_wake_latency_us", ms.stream_wake_latency_us);
   put("pcie_h2d_pageable_GBps", ms.pcie_h2d_pageable_GBps);
   put("pcie_d2h_pageable_GBps", ms.pcie_d2h_pageable_GBps);
+  put("pcie_latency_us", ms.pcie_latency_us);
   put("nccl_busbw_GBps", ms.nccl_busbw_GBps);
   if (!m.empty()) j["measured"] = m;
   return j.dump(2) + "\n";

@@ -98,6 +98,10 @@ struct MeasuredSpec {
   // (`train --write-device-profile` measures them); absent: a GPU's hardware queues, no wake-up cost.
   std::optional<double> stream_spin_us, stream_wake_latency_us;
   std::optional<double> pcie_h2d_pageable_GBps, pcie_d2h_pageable_GBps;
+  // The fixed cost of one H2D or D2H besides its bytes (the simulator's default: 10 us, cudaMemcpyAsync's issue
+  // and DMA set-up). The host device's copies are memcpys, whose fixed cost is a call (`train
+  // --write-device-profile` fits it).
+  std::optional<double> pcie_latency_us;
   std::optional<double> nccl_busbw_GBps;
 };
 

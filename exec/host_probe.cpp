@@ -352,7 +352,24 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     tc.push_back(seconds_since(t));
   }
   hp.copy_Bps = static_cast<double>(n) / median(tc);
-  if (earlier) hp.copy_Bps = std::max(hp.copy_Bps, earlier->copy_Bps);
+  // The fixed cost: 64 KiB copies from parts of the pairs the 8 MiB round left longest ago, less their bytes at
+  // that rate. A GPU's copy pays ~10 us to issue and set up its DMA (the simulator's default); a memcpy pays a
+  // call, and the engine's 1 KB H2Ds took 0-2 us where 10 was predicted (docs/VALIDATION.md).
+  const int64_t small = 64 << 10;
+  std::vector<double> ts;
+  for (int r = 0; r < 2 * pairs; ++r) {
+    const auto off = static_cast<size_t>((r / pairs + 1) * (n / 4));  // a quarter in, then halfway
+    const auto t = clk::now();
+    std::memcpy(static_cast<unsigned char*>(dst[static_cast<size_t>(r % pairs)].data()) + off,
+                static_cast<unsigned char*>(src[static_cast<size_t>(r % pairs)].data()) + off,
+                static_cast<size_t>(small));
+    ts.push_back(seconds_since(t));
+  }
+  hp.copy_latency_s = std::max(0.0, median(ts) - static_cast<double>(small) / hp.copy_Bps);
+  if (earlier) {
+    hp.copy_Bps = std::max(hp.copy_Bps, earlier->copy_Bps);
+    hp.copy_latency_s = std::min(hp.copy_latency_s, earlier->copy_latency_s);
+  }
 
   // Stream wake-up: stream b waits on work of stream a that runs past b's poll budget, so b's thread sleeps; the
   // delay from a's end to b's start is the wake-up (on a VM: an IPI to a halted vCPU, ~40 us here).
@@ -400,6 +417,7 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   h.gpu.hbm_GBps = p.mem_bound_Bps / 1e9 / core::gpu_type_defaults(h.gpu.name).hbm_efficiency;
   const double copy = p.copy_Bps / 1e9;
   h.links.pcie_h2d_GBps = h.links.pcie_d2h_GBps = h.links.pcie_host_GBps = copy;
+  h.measured.pcie_latency_us = p.copy_latency_s * 1e6;
   char opt[256] = "";
   if (p.opt_elements > 0 && p.adam_s > 0 && p.unscale_s > 0 && p.cast_s > 0) {
     h.measured.cpu_adam_params_per_s = static_cast<double>(p.opt_elements) / p.adam_s;
@@ -455,10 +473,10 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
       "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
       "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), "
       "backward %.2fx "
-      "forward, copies %.2f GB/s, a stream asleep after %.0f us idle starts %.0f us late%s%s (the faster of %d "
+      "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s%s (the faster of %d "
       "sessions per module; the optimizer's CPU passes and swaps: their mean)",
       h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
-      p.backward_ratio, copy, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, opt, nv, p.sessions);
+      p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, opt, nv, p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

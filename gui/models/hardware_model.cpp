@@ -107,6 +107,8 @@ HardwareModel::HardwareModel(QObject* parent) : QAbstractItemModel(parent) {
                    [](H& h) -> auto& { return h.measured.pcie_h2d_pageable_GBps; }),
         opt_number("measured.pcie_d2h_pageable_GBps", "PCIe D2H pageable", "GB/s",
                    [](H& h) -> auto& { return h.measured.pcie_d2h_pageable_GBps; }),
+        opt_number("measured.pcie_latency_us", "PCIe fixed cost per copy", "µs",
+                   [](H& h) -> auto& { return h.measured.pcie_latency_us; }),
         opt_number("measured.nccl_busbw_GBps", "NCCL bus bandwidth", "GB/s",
                    [](H& h) -> auto& { return h.measured.nccl_busbw_GBps; })}},
   };

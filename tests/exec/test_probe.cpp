@@ -293,6 +293,9 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   REQUIRE(hp.ok());
   CHECK(hp->gemm_flops_per_s > 1e6);
   CHECK(hp->copy_Bps > 1e8);
+  // A memcpy's fixed cost is a call: well under a GPU copy's ~10 us issue and DMA set-up (0-1 us here).
+  CHECK(hp->copy_latency_s >= 0);
+  CHECK(hp->copy_latency_s < 5e-6);
   CHECK(hp->modules >= 2 * m->layers);  // every block module with work, and the head
   // A backward does about twice a forward's work; the reference kernels' ratio is measured, not assumed.
   CHECK(hp->backward_ratio > 0.5);
@@ -306,6 +309,8 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   CHECK(*h.measured.backward_time_ratio == hp->backward_ratio);
   REQUIRE(h.measured.stream_wake_latency_us.has_value());
   CHECK(*h.measured.stream_wake_latency_us == Approx(hp->stream_wake_s * 1e6));
+  REQUIRE(h.measured.pcie_latency_us.has_value());
+  CHECK(*h.measured.pcie_latency_us == Approx(hp->copy_latency_s * 1e6));
   CHECK(h.gpu.peak_tflops_bf16 == Approx(hp->gemm_flops_per_s / 1e12));
   CHECK(h.source.find("backward") != std::string::npos);
   auto back = core::load_hardware_file([&] {

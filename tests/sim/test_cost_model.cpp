@@ -95,6 +95,8 @@ TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards 
   const double launch_b = static_cast<double>(core::kernel_count(c, b)) * c.kernel_launch_s;
   const double work_b = 2e12 / (c.peak_flops * c.block_backward_efficiency) + 8e9 / c.hbm_Bps;
   CHECK(core::compute_time_s(c, b) == Approx(launch_b + work_b));
+  CHECK(c.pcie_latency_s == Approx(10e-6));  // a GPU's copy: issue + DMA set-up, unless measured
+  h.measured.pcie_latency_us = 0.4;
   h.measured.backward_time_ratio = 1.5;
   h.measured.stream_spin_us = 200;
   h.measured.stream_wake_latency_us = 35;
@@ -102,6 +104,7 @@ TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards 
   CHECK(m.backward_time_ratio == 1.5);
   CHECK(m.stream_spin_s == Approx(200e-6));
   CHECK(m.stream_wake_s == Approx(35e-6));
+  CHECK(m.pcie_latency_s == Approx(0.4e-6));
   CHECK(m.cpu_pool_threads == h.cpu.cores);  // no measured.cpu_adam_threads: the cores
   const double fwd = core::compute_time_s(m, f);
   CHECK(fwd == Approx(launch_f + 1e12 / (m.peak_flops * m.block_forward_efficiency) + 4e9 / m.hbm_Bps));
