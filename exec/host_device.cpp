@@ -3,12 +3,16 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "core/memory.h"
 #include "exec/device_kernels.h"
@@ -127,7 +131,60 @@ namespace {
 
 constexpr int64_t kAlign = 4096;  // O_DIRECT-ready, like cudaHostAlloc'd and cudaMalloc'd memory
 
-void free_plain(void* p, int64_t) { std::free(p); }
+// Device memory and small host buffers: aligned blocks in kAlign multiples.
+size_t device_block_bytes(int64_t bytes) {
+  return static_cast<size_t>((std::max<int64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign);
+}
+
+// Freed device blocks by size, for later allocations of the same size, as PyTorch's caching allocator keeps a GPU's
+// freed blocks. The engine allocates the same buffers every step; without this glibc gave them back to the kernel
+// (munmap, heap trims) and the next step faulted them in again: ~4,600 page faults a step in `small` ZeRO-Offload
+// and ~210 in `tiny` (docs/VALIDATION.md, "The host device keeps its freed blocks"). The capacity accounting is the
+// MemoryAccount's and does not see this cache, as a GPU's does not see the allocator's. One cache per process, at
+// most kMaxCached bytes (a block freed past that goes back to the heap), never destroyed: a Buffer may die after
+// static destructors have run.
+class BlockCache {
+ public:
+  static constexpr size_t kMaxCached = size_t{2} << 30;
+  void* take(size_t n) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = free_.find(n);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= n;
+    return p;
+  }
+  void put(void* p, size_t n) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (cached_ + n <= kMaxCached) {
+        free_[n].push_back(p);
+        cached_ += n;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0;
+};
+BlockCache& block_cache() {
+  static auto* c = new BlockCache;
+  return *c;
+}
+
+void free_device(void* p, int64_t bytes) {
+  if (p) block_cache().put(p, device_block_bytes(bytes));
+}
+void* device_bytes(int64_t bytes) {
+  const size_t n = device_block_bytes(bytes);
+  if (void* p = block_cache().take(n)) return p;
+  return std::aligned_alloc(kAlign, n);
+}
 
 // Host buffers of 2 MiB and more are huge-page mappings (exec/host_buffer.h): an O_DIRECT swap from 4 KiB pages
 // splits into one DMA segment per page, and reads of the optimizer states ran at 1.3 GB/s instead of the
@@ -153,10 +210,7 @@ int lock_host(void* p, int64_t bytes) {
   return ::mlock(p, static_cast<size_t>(bytes)) == 0 ? 0 : errno;
 }
 
-void* aligned_bytes(int64_t bytes) {
-  const auto n = static_cast<size_t>((std::max<int64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign);
-  return std::aligned_alloc(kAlign, n);
-}
+void* aligned_bytes(int64_t bytes) { return std::aligned_alloc(kAlign, device_block_bytes(bytes)); }
 
 void* host_bytes(int64_t bytes) {
   return bytes >= kHugeFrom ? map_huge(static_cast<size_t>(bytes)) : aligned_bytes(bytes);
@@ -255,13 +309,13 @@ class HostDevice : public Device {
 
   Result<Buffer> allocate(int64_t bytes, const std::string& name) override {
     ZS_TRY(mem_.reserve(bytes, name));
-    void* p = aligned_bytes(bytes);
+    void* p = device_bytes(bytes);
     if (!p) {
       mem_.release(bytes, name);
       return core::Error{core::ErrorKind::io,
                          "host device: the host refused " + core::format_bytes(bytes) + " for " + name};
     }
-    return Buffer(p, bytes, name, &mem_, &free_plain);
+    return Buffer(p, bytes, name, &mem_, &free_device);
   }
 
   Result<Buffer> allocate_host(int64_t bytes, bool pinned, const std::string& name, MemoryAccount& account) override {
