@@ -150,9 +150,10 @@ int main(int argc, char** argv) {
     if (!adam_kernel_supported(k) || (k == AdamKernel::avx512 && best_adam_kernel() != k)) continue;
     for (GradDtype gd : {GradDtype::bf16, GradDtype::fp16}) {
       const double r = best_of([&] { sink += grads_to_f32_sumsq(k, g, g16b.data(), n, gd); });
-      std::printf("%-34s %12.2f %9.1f%%\n",
-                  (std::string(to_string(k)) + (gd == GradDtype::bf16 ? " bf16" : " fp16") + " -> fp32 + sumsq").c_str(),
-                  r, 100 * r / copy_GBps);
+      std::printf(
+          "%-34s %12.2f %9.1f%%\n",
+          (std::string(to_string(k)) + (gd == GradDtype::bf16 ? " bf16" : " fp16") + " -> fp32 + sumsq").c_str(), r,
+          100 * r / copy_GBps);
     }
   }
   if (sink < 0) std::printf("%g\n", sink);  // keeps the sums live

@@ -120,11 +120,12 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
   c.pcie_d2h_pageable_Bps =
       hw.measured.pcie_d2h_pageable_GBps ? gb(*hw.measured.pcie_d2h_pageable_GBps) : c.pcie_d2h_Bps * kPageableFraction;
   if (hw.measured.pcie_latency_us) c.pcie_latency_s = *hw.measured.pcie_latency_us * 1e-6;
-  prov.push_back({"pcie", fmt("profile %.1f GB/s pinned per GPU, %.1f GB/s host uplink", hw.links.pcie_h2d_GBps,
-                              c.pcie_host_Bps / kGB) +
-                             fmt(hw.measured.pcie_latency_us ? "; %.2f us per copy (measured)"
-                                                             : "; %.0f us per copy (cudaMemcpyAsync issue + DMA set-up)",
-                                 c.pcie_latency_s * 1e6)});
+  prov.push_back(
+      {"pcie",
+       fmt("profile %.1f GB/s pinned per GPU, %.1f GB/s host uplink", hw.links.pcie_h2d_GBps, c.pcie_host_Bps / kGB) +
+           fmt(hw.measured.pcie_latency_us ? "; %.2f us per copy (measured)"
+                                           : "; %.0f us per copy (cudaMemcpyAsync issue + DMA set-up)",
+               c.pcie_latency_s * 1e6)});
 
   const auto drives = static_cast<double>(hw.nvme.drives);
   c.nvme_read_Bps = hw.measured.nvme_read_GBps ? gb(*hw.measured.nvme_read_GBps)

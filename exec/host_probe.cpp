@@ -468,15 +468,16 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
     }
   }
   char src[2800];
-  std::snprintf(
-      src, sizeof src,
-      "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
-      "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), "
-      "backward %.2fx "
-      "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s%s (the faster of %d "
-      "sessions per module; the optimizer's CPU passes and swaps: their mean)",
-      h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
-      p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, opt, nv, p.sessions);
+  std::snprintf(src, sizeof src,
+                "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
+                "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), "
+                "backward %.2fx "
+                "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s%s "
+                "(the faster of %d "
+                "sessions per module; the optimizer's CPU passes and swaps: their mean)",
+                h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
+                p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, opt, nv,
+                p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

@@ -32,9 +32,9 @@ struct HostDeviceProbe {
   // A copy's fixed cost: the median 64 KiB copy out of cache less its bytes at copy_Bps, at least 0 (the line
   // through the two sizes; measured.pcie_latency_us, where the simulator's default is a GPU's 10 us).
   double copy_latency_s = 0;
-  double fit_rms_rel = 0;       // RMS relative error of the fit over the modules
-  int modules = 0;              // samples in the fit (one per module: its forward)
-  double backward_ratio = 0;    // Σ backward ÷ Σ forward time over those modules (the FLOPs say 2)
+  double fit_rms_rel = 0;     // RMS relative error of the fit over the modules
+  int modules = 0;            // samples in the fit (one per module: its forward)
+  double backward_ratio = 0;  // Σ backward ÷ Σ forward time over those modules (the FLOPs say 2)
   // The host device's streams are threads: one that waited longer than stream_spin_s sleeps, and work handed to it
   // starts stream_wake_s late (median over handoffs from a busy stream to a sleeping one).
   double stream_spin_s = 0, stream_wake_s = 0;
@@ -60,19 +60,21 @@ struct HostDeviceProbe {
 };
 
 // With `earlier` (a probe of the same model and strategy, e.g. from before a training run): each module's time is
-// the smaller of the two sessions', the copy rate the higher and its fixed cost the lower, the wake-up the shorter, and the rates are fitted to
-// that. A session is ~2 s; on a shared VM a neighbour can slow all of one down (here: GEMM 2x slower in 2 of 12
-// runs), which the other session then outvotes. The optimizer's CPU passes and the swaps take the mean of the two
-// sessions instead: they drift with the machine from second to second, and the run lies between the sessions.
+// the smaller of the two sessions', the copy rate the higher and its fixed cost the lower, the wake-up the shorter, and
+// the rates are fitted to that. A session is ~2 s; on a shared VM a neighbour can slow all of one down (here: GEMM 2x
+// slower in 2 of 12 runs), which the other session then outvotes. The optimizer's CPU passes and the swaps take the
+// mean of the two sessions instead: they drift with the machine from second to second, and the run lies between the
+// sessions.
 core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
                                                 const core::Plan& plan, const HostDeviceProbe* earlier = nullptr,
                                                 int cpu_threads = 0);
 
 // `base` with the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1), HBM = the fitted
 // bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the measured one),
-// PCIe = the copy bandwidth and its fixed cost (measured.pcie_latency_us); with the optimizer's passes, CPU Adam = their Adam rate, cpu_pass_GBps = the
-// unscale's bytes over its time and cpu_cast_GBps the cast's; with the swaps, the NVMe lines (settled and at once)
-// through the two sizes, fitted at the ds_config's aio settings; name and source say so.
+// PCIe = the copy bandwidth and its fixed cost (measured.pcie_latency_us); with the optimizer's passes, CPU Adam =
+// their Adam rate, cpu_pass_GBps = the unscale's bytes over its time and cpu_cast_GBps the cast's; with the swaps, the
+// NVMe lines (settled and at once) through the two sizes, fitted at the ds_config's aio settings; name and source say
+// so.
 core::Hardware apply_host_probe(core::Hardware base, const HostDeviceProbe& p);
 
 }  // namespace zs::exec

@@ -334,13 +334,16 @@ TEST_CASE("the gradients' fp32 conversion and sum of squares: every kernel gives
       const uint16_t h = g == GradDtype::bf16 ? float_to_bf16(base[i]) : float_to_fp16(base[i]);
       if (g != GradDtype::fp32) std::memcpy(in.data() + 2 * i, &h, 2);
     }
-    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{15},
-                      int64_t{17}, static_cast<int64_t>(base.size())}) {
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{15}, int64_t{17},
+                      static_cast<int64_t>(base.size())}) {
       std::vector<float> ref(static_cast<size_t>(n) + 1, -1.0f);
       double want = 0;
-      if (g == GradDtype::fp32) want = cast_to_f32_sumsq<float>(ref.data(), reinterpret_cast<const float*>(in.data()), n);
-      if (g == GradDtype::bf16) want = cast_to_f32_sumsq<bf16_t>(ref.data(), reinterpret_cast<const bf16_t*>(in.data()), n);
-      if (g == GradDtype::fp16) want = cast_to_f32_sumsq<fp16_t>(ref.data(), reinterpret_cast<const fp16_t*>(in.data()), n);
+      if (g == GradDtype::fp32)
+        want = cast_to_f32_sumsq<float>(ref.data(), reinterpret_cast<const float*>(in.data()), n);
+      if (g == GradDtype::bf16)
+        want = cast_to_f32_sumsq<bf16_t>(ref.data(), reinterpret_cast<const bf16_t*>(in.data()), n);
+      if (g == GradDtype::fp16)
+        want = cast_to_f32_sumsq<fp16_t>(ref.data(), reinterpret_cast<const fp16_t*>(in.data()), n);
       for (AdamKernel k : {AdamKernel::scalar, AdamKernel::avx2, AdamKernel::avx512}) {
         if (!adam_kernel_supported(k)) continue;
         INFO(to_string(k) << " dtype " << static_cast<int>(g) << " n " << n);

@@ -49,7 +49,10 @@ TEST_CASE("host device: cached blocks do not lift the capacity, and other sizes 
           "[exec][host_device]") {
   const int64_t cap = int64_t{4} << 20;
   auto dev = make_host_device({.memory_bytes = cap, .lock_pinned = false});
-  { auto whole = dev->allocate(cap, "gathered params"); REQUIRE(whole.ok()); }
+  {
+    auto whole = dev->allocate(cap, "gathered params");
+    REQUIRE(whole.ok());
+  }
   // The freed block waits in the cache; the capacity is the account's and refuses a byte more, naming the sizes.
   auto over = dev->allocate(cap + 1, "gathered params");
   REQUIRE_FALSE(over.ok());
