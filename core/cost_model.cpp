@@ -74,6 +74,17 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
     c.backward_time_ratio = *hw.measured.backward_time_ratio;
     prov.push_back({"backward", fmt("measured backward / forward time %.3f (the FLOPs say 2)", c.backward_time_ratio)});
   }
+  if (!hw.measured.module_time_scale.empty()) {
+    std::string t = "measured time / formula's, forward and backward:";
+    for (const auto& x : hw.measured.module_time_scale) {
+      const auto r = static_cast<size_t>(module_role_from(x.role));
+      c.forward_scale[r] = x.forward;
+      c.backward_scale[r] = x.backward;
+      t += " " + x.role + fmt(" %.2f", x.forward) + fmt(" / %.2f,", x.backward);
+    }
+    t.pop_back();
+    prov.push_back({"module_time_scale", t});
+  }
   if (hw.measured.stream_wake_latency_us && *hw.measured.stream_wake_latency_us > 0) {
     c.stream_wake_s = *hw.measured.stream_wake_latency_us * 1e-6;
     c.stream_spin_s = hw.measured.stream_spin_us.value_or(0) * 1e-6;
@@ -327,7 +338,9 @@ double compute_time_s(const CostModel& c, const Op& op) {
       if (op.gemm_flops > 0) work += op.gemm_flops / (c.peak_flops * eff);
       if (op.mem_bound_bytes > 0) work += static_cast<double>(op.mem_bound_bytes) / c.hbm_Bps;
       if (op.kind == OpKind::backward && c.backward_time_ratio > 0) work *= c.backward_time_ratio / 2.0;
-      return static_cast<double>(kernel_count(c, op)) * c.kernel_launch_s + work;
+      const auto r = static_cast<size_t>(op.role);
+      const double scale = op.kind == OpKind::backward ? c.backward_scale[r] : c.forward_scale[r];
+      return scale * (static_cast<double>(kernel_count(c, op)) * c.kernel_launch_s + work);
     }
     case OpKind::adam_gpu: {
       const double bytes = op.mem_bound_bytes > 0 ? static_cast<double>(op.mem_bound_bytes)

@@ -5,6 +5,7 @@
 //   double t = compute_time_s(c, op);   // the simulator adds contention on top (sim/, docs/SIM.md)
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +28,13 @@ struct GpuTypeDefaults {
 };
 const GpuTypeDefaults& gpu_type_defaults(const std::string& gpu_name);
 
+// Every role's time scale 1 (CostModel's per-role factors before a measurement).
+constexpr std::array<double, kModuleRoles> unit_scales() {
+  std::array<double, kModuleRoles> a{};
+  for (double& x : a) x = 1.0;
+  return a;
+}
+
 // Every figure the simulator uses, in SI units. Built from the hardware profile; `measured` values override.
 // `provenance` says, per figure, whether it is a datasheet value × default efficiency or a measurement.
 struct CostModel {
@@ -44,6 +52,10 @@ struct CostModel {
   // Measured backward ÷ forward time of a module (hardware measured.backward_time_ratio); 0: the FLOPs decide. When
   // set, a backward op costs its work at forward rates × ratio / 2 (its FLOPs and bytes are 2× the forward's).
   double backward_time_ratio = 0;
+  // Per module role (ModuleRole's index): measured time over the formula's, launches included (hardware
+  // measured.module_time_scale), for forward and recompute, and for backward after backward_time_ratio. 1: the
+  // formula stands.
+  std::array<double, kModuleRoles> forward_scale = unit_scales(), backward_scale = unit_scales();
   // Streams that sleep (measured.stream_spin_us / stream_wake_latency_us): an op whose stream has waited longer
   // than stream_spin_s for it (its dependencies, or the op before it) starts stream_wake_s late. 0: never.
   double stream_spin_s = 0, stream_wake_s = 0;

@@ -1,6 +1,7 @@
 #include "core/hardware.h"
 
 #include "core/json_reader.h"
+#include "core/model.h"
 #include "core/paths.h"
 
 namespace zs::core {
@@ -118,6 +119,28 @@ Result<Hardware> load_hardware_file(const std::string& path) {
       }
     }
     ms.gemm_efficiency = m.opt_number({"gemm_efficiency"}, 1e-6, 1.0);
+    if (const Json* ts = m.raw({"module_time_scale"})) {
+      std::string roles;
+      for (int i = 1; i < kModuleRoles; ++i)
+        roles += std::string(i > 1 ? ", " : "") + to_string(static_cast<ModuleRole>(i));
+      if (!ts->is_object()) {
+        m.fail("module_time_scale", "expected an object {role: {forward, backward}}, roles " + roles);
+      } else {
+        for (auto it = ts->begin(); it != ts->end() && !m.failed(); ++it) {
+          if (module_role_from(it.key()) == ModuleRole::none) {
+            m.fail("module_time_scale", "'" + it.key() + "' is not a module role; expected one of " + roles);
+            break;
+          }
+          ObjectReader e(it.value(), m.file(), m.key_path("module_time_scale") + "." + it.key());
+          ModuleTimeScale x;
+          x.role = it.key();
+          x.forward = e.req_number("forward", 1e-3, 1e3);
+          x.backward = e.req_number("backward", 1e-3, 1e3);
+          if (Status st = e.finish(); !st.ok()) m.fail_message(st.error().message);
+          ms.module_time_scale.push_back(x);
+        }
+      }
+    }
     ms.backward_time_ratio = m.opt_number({"backward_time_ratio"}, 0.1, 100.0);
     ms.stream_spin_us = m.opt_number({"stream_spin_us"}, 0, 1e7);
     ms.stream_wake_latency_us = m.opt_number({"stream_wake_latency_us"}, 0, 1e7);
@@ -198,6 +221,11 @@ std::string hardware_to_json(const Hardware& h) {
     m["nvme_idle_wake"] = a;
   }
   put("gemm_efficiency", ms.gemm_efficiency);
+  if (!ms.module_time_scale.empty()) {
+    Json o = Json::object();
+    for (const auto& x : ms.module_time_scale) o[x.role] = {{"forward", x.forward}, {"backward", x.backward}};
+    m["module_time_scale"] = o;
+  }
   put("backward_time_ratio", ms.backward_time_ratio);
   put("stream_spin_us", ms.stream_spin_us);
   put("stream_wake_latency_us", ms.stream_wake_latency_us);

@@ -55,6 +55,12 @@ struct NvmeIdleCost {
   double extra_us = 0;
 };
 
+// measured.module_time_scale's entry: a module role (core::ModuleRole's name) and its time factors.
+struct ModuleTimeScale {
+  std::string role;
+  double forward = 1, backward = 1;
+};
+
 struct NvmeAioRate {
   int64_t block_size = 0, queue_depth = 0;
   double read_GBps = 0, write_GBps = 0;
@@ -90,6 +96,11 @@ struct MeasuredSpec {
   // idle time, ascending; the simulator interpolates in log(idle) and holds the last figure beyond it. Empty: none.
   std::vector<NvmeIdleCost> nvme_idle_wake;
   std::optional<double> gemm_efficiency;  // achieved / peak for training-shaped GEMMs
+  // A module role's measured time over the cost model's (forward; backward after backward_time_ratio), where one
+  // GEMM rate and one memory-bound bandwidth do not say what the device's kernels achieve per module: the host
+  // device's reference kernels run a norm at 2x its bytes' time and an embedding gather at a tenth
+  // (`train --write-device-profile` measures them; docs/SIM.md "module time scale"). Absent roles: 1.
+  std::vector<ModuleTimeScale> module_time_scale;
   // A module's backward time over its forward time, measured on the device's kernels at the model's shapes
   // (`zerosim train --write-device-profile`). Absent: the FLOP count decides (backward = 2 x forward).
   std::optional<double> backward_time_ratio;

@@ -162,6 +162,42 @@ Tables tables_of(const ModelSpec& m) {
 }  // namespace
 
 std::vector<ModuleInfo> module_table(const ModelSpec& m) { return *tables_of(m).modules; }
+
+namespace {
+bool ends_with(const std::string& s, const char* suffix) {
+  const std::string x(suffix);
+  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+}
+}  // namespace
+
+ModuleRole module_role(const ModuleInfo& mod) {
+  const std::string& n = mod.name;
+  if (n == "wte" || n == "model.embed_tokens") return ModuleRole::embedding;
+  if (n == "wpe" || n == "model.embed_positions") return ModuleRole::positions;
+  if (n == "lm_head") return ModuleRole::head;
+  if (ends_with(n, "ln_1") || ends_with(n, "ln_2") || n == "ln_f" || ends_with(n, "layernorm") || n == "model.norm")
+    return ModuleRole::norm;
+  if (ends_with(n, "attn.c_attn") || ends_with(n, "q_proj") || ends_with(n, "k_proj") || ends_with(n, "v_proj"))
+    return ModuleRole::qkv;
+  if (ends_with(n, "attn.c_proj") || ends_with(n, "o_proj")) return ModuleRole::attn_out;
+  if (ends_with(n, "mlp.c_fc") || ends_with(n, "up_proj")) return ModuleRole::mlp_in;
+  if (ends_with(n, "gate_proj")) return ModuleRole::mlp_gate;
+  if (ends_with(n, "mlp.c_proj") || ends_with(n, "down_proj")) return ModuleRole::mlp_out;
+  return ModuleRole::none;
+}
+
+const char* to_string(ModuleRole r) {
+  static constexpr const char* kNames[kModuleRoles] = {"none",     "embedding", "positions", "norm",    "qkv",
+                                                       "attn_out", "mlp_in",    "mlp_gate",  "mlp_out", "head"};
+  const auto i = static_cast<size_t>(r);
+  return i < static_cast<size_t>(kModuleRoles) ? kNames[i] : "none";
+}
+
+ModuleRole module_role_from(const std::string& name) {
+  for (int i = 1; i < kModuleRoles; ++i)
+    if (name == to_string(static_cast<ModuleRole>(i))) return static_cast<ModuleRole>(i);
+  return ModuleRole::none;
+}
 std::shared_ptr<const std::vector<TensorInfo>> shared_tensor_table(const ModelSpec& m) { return tables_of(m).tensors; }
 std::shared_ptr<const std::vector<ModuleInfo>> shared_module_table(const ModelSpec& m) { return tables_of(m).modules; }
 

@@ -74,6 +74,15 @@ struct ModuleInfo {
   std::vector<size_t> tensors;  // indices into the tensor table
 };
 
+// What a module does in the block, from its name (GPT-2's and Llama's): its compute's cost formula, and the key of
+// a measured per-role time scale (hardware measured.module_time_scale). none: no compute of its own.
+enum class ModuleRole : uint8_t { none, embedding, positions, norm, qkv, attn_out, mlp_in, mlp_gate, mlp_out, head };
+inline constexpr int kModuleRoles = 10;
+ModuleRole module_role(const ModuleInfo& mod);
+const char* to_string(ModuleRole r);
+// The role named `name` (to_string's spelling); none when no role has that name.
+ModuleRole module_role_from(const std::string& name);
+
 // Every parameter tensor in forward order, tied tensors included and flagged.
 std::vector<TensorInfo> tensor_table(const ModelSpec& m);
 // Leaf modules in forward order (embedding, per block: norm1, attn(qkv), attn out, norm2, mlp..., final norm, head).

@@ -154,6 +154,7 @@ std::string plan_to_json(const Plan& p, bool with_ledger) {
     o["bytes"] = op.bytes;
     o["flops"] = op.gemm_flops;  // GEMM FLOPs; the memory-bound part is in bytes below
     o["mem_bound_bytes"] = op.mem_bound_bytes;
+    if (op.role != ModuleRole::none) o["role"] = to_string(op.role);
     o["elements"] = op.elements;
     o["group_ranks"] = op.group_ranks;
     o["deps"] = op.deps;

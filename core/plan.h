@@ -54,6 +54,7 @@ struct Op {
   int64_t bytes = 0;         // moved bytes (transfers, collectives' full buffer, host casts: read + written)
   double gemm_flops = 0;     // compute: GEMM FLOPs (cost at GEMM efficiency)
   int64_t mem_bound_bytes = 0;  // compute: HBM bytes of attention/norm/activation/loss/GPU-Adam work
+  ModuleRole role = ModuleRole::none;  // compute: the module's role (a measured per-role time scale applies)
   int64_t elements = 0;      // optimizer ops: parameters updated
   int32_t group_ranks = 1;   // collectives: ranks in the group
   std::vector<uint32_t> deps;   // ids of ops this one waits for (all < id)

@@ -49,6 +49,7 @@ struct StepInfo {
 struct ComputeCost {
   double gemm_flops = 0;
   int64_t mem_bound_bytes = 0;
+  ModuleRole role = ModuleRole::none;
 };
 
 struct Context {

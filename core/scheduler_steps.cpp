@@ -231,6 +231,7 @@ class MicroStep {
     const double mult = k == OpKind::backward ? 2.0 : 1.0;
     c.gemm_flops = cx_.forward_cost[i].gemm_flops * mult;
     c.mem_bound_bytes = static_cast<int64_t>(static_cast<double>(cx_.forward_cost[i].mem_bound_bytes) * mult);
+    c.role = cx_.forward_cost[i].role;
     set_range(c, TensorKind::lp_param, cx_.module_params[i]);
     c.mem_delta[0] = act.gpu_alloc;
     if (st_.last_compute >= 0) c.deps.push_back(static_cast<uint32_t>(st_.last_compute));

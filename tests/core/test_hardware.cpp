@@ -97,6 +97,40 @@ TEST_CASE("hardware: measured block is optional and typed", "[hardware]") {
   CHECK_FALSE(h2->measured.nvme_read_GBps.has_value());
 }
 
+TEST_CASE("hardware: per-role module time scales load, round-trip and are checked", "[hardware]") {
+  auto with = [](const std::string& measured) {
+    std::string t = std::string(kGood);
+    t.insert(t.rfind('}'), ", \"measured\": {\"module_time_scale\": " + measured + "}");
+    return t;
+  };
+  auto h = load_hardware_file(write_tmp(
+      "scales",
+      with(R"({"norm": {"forward": 1.9, "backward": 1.8}, "embedding": {"forward": 0.07, "backward": 0.27}})")));
+  REQUIRE(h.ok());
+  REQUIRE(h->measured.module_time_scale.size() == 2);
+  double norm_f = 0, emb_b = 0;
+  for (const auto& x : h->measured.module_time_scale) {
+    if (x.role == "norm") norm_f = x.forward;
+    if (x.role == "embedding") emb_b = x.backward;
+  }
+  CHECK(norm_f == 1.9);
+  CHECK(emb_b == 0.27);
+  auto back = load_hardware_file(write_tmp("scales_back", hardware_to_json(*h)));
+  REQUIRE(back.ok());
+  CHECK(back->measured.module_time_scale.size() == 2);
+  auto refused = [&](const char* name, const std::string& measured, const std::string& says) {
+    auto r = load_hardware_file(write_tmp(name, with(measured)));
+    REQUIRE_FALSE(r.ok());
+    INFO(r.error().message);
+    CHECK(r.error().message.find(says) != std::string::npos);
+  };
+  refused("scales_role", R"({"attention": {"forward": 1, "backward": 1}})",
+          "'attention' is not a module role; expected one of embedding");
+  refused("scales_array", "[1, 2]", "measured.module_time_scale");
+  refused("scales_missing", R"({"norm": {"forward": 1.2}})", "measured.module_time_scale.norm.backward");
+  refused("scales_zero", R"({"qkv": {"forward": 0, "backward": 1}})", "measured.module_time_scale.qkv.forward");
+}
+
 TEST_CASE("hardware: the NVMe idle wake-up loads, round-trips and is checked", "[hardware]") {
   std::string with = std::string(kGood);
   with.insert(with.rfind('}'), R"(, "measured": {"nvme_idle_wake": [

@@ -224,6 +224,30 @@ TEST_CASE("tiny's tables in forward order", "[model]") {
   CHECK(module_table(m).back().direct_params == 256 * 64);  // but its module still holds the weight
 }
 
+TEST_CASE("module roles from the names, GPT-2's and Llama's, and their names both ways", "[model]") {
+  std::vector<std::string> got;
+  for (const auto& mod : module_table(must(load_model("tiny")))) got.push_back(to_string(module_role(mod)));
+  const std::vector<std::string> want = {"embedding", "positions", "norm", "qkv", "attn_out", "norm",
+                                         "mlp_in",    "mlp_out",   "norm", "qkv", "attn_out", "norm",
+                                         "mlp_in",    "mlp_out",   "norm", "head"};
+  CHECK(got == want);
+  auto role = [](const char* name) { return module_role(ModuleInfo{.name = name}); };
+  CHECK(role("model.embed_tokens") == ModuleRole::embedding);
+  CHECK(role("model.layers.3.input_layernorm") == ModuleRole::norm);
+  CHECK(role("model.layers.3.self_attn.k_proj") == ModuleRole::qkv);
+  CHECK(role("model.layers.3.self_attn.o_proj") == ModuleRole::attn_out);
+  CHECK(role("model.layers.3.mlp.gate_proj") == ModuleRole::mlp_gate);
+  CHECK(role("model.layers.3.mlp.up_proj") == ModuleRole::mlp_in);
+  CHECK(role("model.layers.3.mlp.down_proj") == ModuleRole::mlp_out);
+  CHECK(role("model.norm") == ModuleRole::norm);
+  CHECK(role("h.0.attn.bias") == ModuleRole::none);
+  for (int i = 0; i < kModuleRoles; ++i) {
+    const auto r = static_cast<ModuleRole>(i);
+    CHECK(module_role_from(to_string(r)) == r);
+  }
+  CHECK(module_role_from("attention") == ModuleRole::none);
+}
+
 TEST_CASE("FLOPs per token", "[model][flops]") {
   ModelSpec m = must(load_model("tiny"));
   // GEMM weights per block: c_attn 64·192 + c_proj 64·64 + c_fc 64·256 + c_proj 256·64 = 49,152;

@@ -283,6 +283,40 @@ TEST_CASE("plan properties hold for every shipped config on shipped models", "[p
   }
 }
 
+TEST_CASE("every compute op carries its module's role, recompute and the plan's JSON included", "[plan]") {
+  ModelSpec m = model("gpt2-124m");
+  Hardware h = hardware("dgx-a100-80gb");
+  Strategy s = strategy(R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 2,
+    "bf16": {"enabled": true}, "zero_optimization": {"stage": 3}})",
+                        m, 2, 1, true, 128);
+  const Plan p = make_plan(m, h, s);
+  const auto mods = module_table(m);
+  std::vector<ModuleRole> fwd, bwd;
+  int recompute = 0;
+  for (const auto& op : p.ops) {
+    const bool compute = op.kind == OpKind::forward || op.kind == OpKind::backward || op.kind == OpKind::recompute;
+    if (!compute) {
+      CHECK(op.role == ModuleRole::none);
+      continue;
+    }
+    CHECK(op.role != ModuleRole::none);
+    if (op.kind == OpKind::recompute) ++recompute;
+    if (op.micro_step != 0) continue;
+    if (op.kind == OpKind::forward) fwd.push_back(op.role);
+    if (op.kind == OpKind::backward) bwd.insert(bwd.begin(), op.role);
+  }
+  CHECK(recompute > 0);
+  REQUIRE(fwd.size() == mods.size());
+  REQUIRE(bwd.size() == mods.size());
+  for (size_t i = 0; i < mods.size(); ++i) {
+    CHECK(fwd[i] == module_role(mods[i]));
+    CHECK(bwd[i] == module_role(mods[i]));
+  }
+  const std::string j = plan_to_json(p);
+  CHECK(j.find(R"("role":"attn_out")") != std::string::npos);
+  CHECK(j.find(R"("role":"none")") == std::string::npos);
+}
+
 TEST_CASE("the property checker catches broken plans", "[plan][property]") {
   ModelSpec m = model("gpt2-124m");
   Hardware h = hardware("dgx-a100-80gb");

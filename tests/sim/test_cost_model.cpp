@@ -114,6 +114,33 @@ TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards 
   CHECK(core::compute_time_s(m, r) == Approx(core::compute_time_s(c, r)));
 }
 
+TEST_CASE("a measured per-role time scale multiplies that role's compute, forward and backward apart", "[cost]") {
+  core::Hardware h = dgx2();
+  core::Op f;
+  f.kind = core::OpKind::forward;
+  f.layer = 0;
+  f.gemm_flops = 1e12;
+  f.mem_bound_bytes = 4'000'000'000;
+  f.role = core::ModuleRole::attn_out;
+  core::Op b = f;
+  b.kind = core::OpKind::backward;
+  core::Op r = f;
+  r.kind = core::OpKind::recompute;
+  core::Op other = f;
+  other.role = core::ModuleRole::mlp_in;
+  const auto c = core::cost_model_for(h, core::Precision::fp16);
+  h.measured.module_time_scale = {{"attn_out", 1.5, 0.8}};
+  const auto m = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(core::compute_time_s(m, f) == Approx(1.5 * core::compute_time_s(c, f)));
+  CHECK(core::compute_time_s(m, r) == Approx(1.5 * core::compute_time_s(c, r)));
+  CHECK(core::compute_time_s(m, b) == Approx(0.8 * core::compute_time_s(c, b)));
+  CHECK(core::compute_time_s(m, other) == Approx(core::compute_time_s(c, other)));
+  bool named = false;
+  for (const auto& [what, how] : m.provenance)
+    named = named || (what == "module_time_scale" && how.find("attn_out 1.50 / 0.80") != std::string::npos);
+  CHECK(named);
+}
+
 TEST_CASE("link, NVMe and pageable figures come from the profile unless measured", "[cost]") {
   core::Hardware h = dgx2();
   auto c = core::cost_model_for(h, core::Precision::fp16);
