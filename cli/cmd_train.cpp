@@ -331,11 +331,11 @@ void run_train(const Opts& o, int& exit_code) {
       }
       std::printf(
           "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
-          "(fit rms %.0f%%)%s -> %s\n",
+          "(fit rms %.0f%%, %.0f%% after the per-role time scales)%s -> %s\n",
           earlier ? "after training, each module's faster session, the optimizer's passes and swaps the mean"
                   : "before training",
-          hp->gemm_flops_per_s / 1e9, mb, hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel, opt,
-          o.device_profile.c_str());
+          hp->gemm_flops_per_s / 1e9, mb, hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel,
+          100 * exec::role_scaled_fit_rms(prof, *hp), opt, o.device_profile.c_str());
     }
     return true;
   };

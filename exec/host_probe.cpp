@@ -176,7 +176,11 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   std::vector<const core::Op*> fwd;
   for (const auto& op : plan.ops)
     if (op.kind == core::OpKind::forward && op.micro_step == 0) fwd.push_back(&op);
-  if (fwd.size() != mods.size()) return core::internal_error("host probe: plan and model disagree on the modules");
+  std::vector<const core::Op*> bwd;  // reverse module order in the Plan
+  for (const auto& op : plan.ops)
+    if (op.kind == core::OpKind::backward && op.micro_step == 0) bwd.insert(bwd.begin(), &op);
+  if (fwd.size() != mods.size() || bwd.size() != mods.size())
+    return core::internal_error("host probe: plan and model disagree on the modules");
 
   const int64_t e = dtype_bytes(g.dtype());
   std::vector<Aligned> params, grads;
@@ -269,6 +273,12 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     hp.backward_s.push_back(earlier ? std::min(earlier->backward_s[i], median(tb[i])) : median(tb[i]));
   }
   hp.sessions = earlier ? earlier->sessions + 1 : 1;
+  for (size_t i = 0; i < mods.size(); ++i) {
+    hp.forward_ops.push_back(*fwd[i]);
+    hp.backward_ops.push_back(*bwd[i]);
+  }
+  hp.model = m;
+  hp.tokens = s.micro_batch_per_gpu * s.run.seq_len;
   if (opt) {
     if (earlier && earlier->opt_elements != opt_n)
       return core::internal_error("host probe: the earlier session timed another optimizer group");
@@ -405,6 +415,21 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   return hp;
 }
 
+double role_scaled_fit_rms(const core::Hardware& h, const HostDeviceProbe& p) {
+  if (p.forward_ops.size() != p.forward_s.size()) return 0;
+  core::CostModel c = core::cost_model_for(h, core::Precision::bf16);
+  core::apply_model_shapes(c, p.model, p.tokens);
+  double se = 0;
+  int n = 0;
+  for (size_t i = 0; i < p.forward_ops.size(); ++i) {
+    const double t = core::compute_time_s(c, p.forward_ops[i]);
+    if (t <= 0 || p.forward_s[i] <= 0) continue;
+    se += (t - p.forward_s[i]) * (t - p.forward_s[i]) / (p.forward_s[i] * p.forward_s[i]);
+    ++n;
+  }
+  return n > 0 ? std::sqrt(se / n) : 0;
+}
+
 core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   const double tflops = p.gemm_flops_per_s / 1e12;
   h.gpu.peak_tflops_fp16 = h.gpu.peak_tflops_bf16 = h.gpu.peak_tflops_fp32 = tflops;
@@ -418,6 +443,29 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   const double copy = p.copy_Bps / 1e9;
   h.links.pcie_h2d_GBps = h.links.pcie_d2h_GBps = h.links.pcie_host_GBps = copy;
   h.measured.pcie_latency_us = p.copy_latency_s * 1e6;
+  // Per module role: the measured time over the cost model's at these rates (sums over the role's modules, so the
+  // big ones weigh most), forward and backward. Two rates price a GEMM module and a norm alike, where the reference
+  // kernels differ by role (an embedding gather runs at ~30 GB/s, a GELU's tanh far below its bytes' rate).
+  h.measured.module_time_scale.clear();
+  if (!p.forward_ops.empty() && p.forward_ops.size() == p.forward_s.size() &&
+      p.backward_ops.size() == p.backward_s.size()) {
+    core::CostModel c = core::cost_model_for(h, core::Precision::bf16);  // every peak is the fitted rate
+    core::apply_model_shapes(c, p.model, p.tokens);
+    std::array<double, core::kModuleRoles> tf{}, ff{}, tb{}, fb{};
+    for (size_t i = 0; i < p.forward_ops.size(); ++i) {
+      const auto r = static_cast<size_t>(p.forward_ops[i].role);
+      tf[r] += p.forward_s[i];
+      ff[r] += core::compute_time_s(c, p.forward_ops[i]);
+      tb[r] += p.backward_s[i];
+      fb[r] += core::compute_time_s(c, p.backward_ops[i]);
+    }
+    auto clamp = [](double x) { return std::clamp(x, 1e-3, 1e3); };
+    for (int r = 1; r < core::kModuleRoles; ++r)
+      if (ff[r] > 0 && fb[r] > 0 && tf[r] > 0 && tb[r] > 0)
+        h.measured.module_time_scale.push_back(
+            {core::to_string(static_cast<core::ModuleRole>(r)), clamp(tf[r] / ff[r]), clamp(tb[r] / fb[r])});
+  }
+  const double rms_after = role_scaled_fit_rms(h, p);
   char opt[256] = "";
   if (p.opt_elements > 0 && p.adam_s > 0 && p.unscale_s > 0 && p.cast_s > 0) {
     h.measured.cpu_adam_params_per_s = static_cast<double>(p.opt_elements) / p.adam_s;
@@ -467,17 +515,25 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
       std::strncat(nv, idle.c_str(), sizeof nv - std::strlen(nv) - 1);
     }
   }
+  std::string roles;  // the per-role scales
+  for (const auto& x : h.measured.module_time_scale) {
+    char b[96];
+    std::snprintf(b, sizeof b, "%s %s %.2f / %.2f", roles.empty() ? ":" : ",", x.role.c_str(), x.forward, x.backward);
+    roles += b;
+  }
   char src[2800];
-  std::snprintf(src, sizeof src,
-                "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
-                "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%), "
-                "backward %.2fx "
-                "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s%s "
-                "(the faster of %d "
-                "sessions per module; the optimizer's CPU passes and swaps: their mean)",
-                h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
-                p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6, p.stream_wake_s * 1e6, opt, nv,
-                p.sessions);
+  std::snprintf(
+      src, sizeof src,
+      "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
+      "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%, %.0f%% "
+      "after the per-role time scales%s), "
+      "backward %.2fx "
+      "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s%s "
+      "(the faster of %d "
+      "sessions per module; the optimizer's CPU passes and swaps: their mean)",
+      h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
+      100 * rms_after, roles.c_str(), p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6,
+      p.stream_wake_s * 1e6, opt, nv, p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

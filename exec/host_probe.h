@@ -42,6 +42,11 @@ struct HostDeviceProbe {
   // merged into them.
   std::vector<double> forward_s, backward_s;
   int sessions = 1;
+  // The Plan's forward and backward op of each module (micro-step 0, module order), and the model and tokens per
+  // micro-batch the cost model prices them at: apply_host_probe's per-role time scales compare the two.
+  std::vector<core::Op> forward_ops, backward_ops;
+  core::ModelSpec model;
+  int64_t tokens = 0;
   // The optimizer's CPU passes (opt_elements 0: the optimizer is not on the CPU): one group of opt_elements on
   // opt_threads threads; per pass the median over the session's repeats (merged: the mean of the sessions).
   int64_t opt_elements = 0;
@@ -69,12 +74,17 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
                                                 const core::Plan& plan, const HostDeviceProbe* earlier = nullptr,
                                                 int cpu_threads = 0);
 
-// `base` with the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1), HBM = the fitted
-// bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the measured one),
-// PCIe = the copy bandwidth and its fixed cost (measured.pcie_latency_us); with the optimizer's passes, CPU Adam =
-// their Adam rate, cpu_pass_GBps = the unscale's bytes over its time and cpu_cast_GBps the cast's; with the swaps, the
-// NVMe lines (settled and at once) through the two sizes, fitted at the ds_config's aio settings; name and source say
-// so.
+// `base` with, per module role, the modules' measured time over what the cost model then prices them at (forward;
+// backward), measured.module_time_scale; and the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1),
+// HBM = the fitted bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the
+// measured one), PCIe = the copy bandwidth and its fixed cost (measured.pcie_latency_us); with the optimizer's passes,
+// CPU Adam = their Adam rate, cpu_pass_GBps = the unscale's bytes over its time and cpu_cast_GBps the cast's; with the
+// swaps, the NVMe lines (settled and at once) through the two sizes, fitted at the ds_config's aio settings; name and
+// source say so.
 core::Hardware apply_host_probe(core::Hardware base, const HostDeviceProbe& p);
+
+// The RMS relative error, over the modules, of the forward times `h`'s cost model prices against the measured ones
+// (apply_host_probe's profile: after the per-role time scales).
+double role_scaled_fit_rms(const core::Hardware& h, const HostDeviceProbe& p);
 
 }  // namespace zs::exec

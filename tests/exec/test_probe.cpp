@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -320,6 +323,33 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   }());
   REQUIRE(back.ok());
   CHECK(*back->measured.backward_time_ratio == Approx(hp->backward_ratio).epsilon(1e-12));
+  // Per module role, the profile prices the modules at their measured time: the role's forwards sum to the measured
+  // sum, and so do its backwards, through the cost model the simulator uses.
+  REQUIRE(hp->forward_ops.size() == hp->forward_s.size());
+  CHECK(back->measured.module_time_scale.size() == h.measured.module_time_scale.size());
+  std::set<std::string> roles;
+  for (const auto& x : h.measured.module_time_scale) roles.insert(x.role);
+  for (const char* r : {"embedding", "positions", "norm", "qkv", "attn_out", "mlp_in", "mlp_out", "head"})
+    CHECK(roles.count(r) == 1);
+  core::CostModel c = core::cost_model_for(*back, core::Precision::bf16);
+  core::apply_model_shapes(c, *m, s->micro_batch_per_gpu * s->run.seq_len);
+  std::map<core::ModuleRole, std::array<double, 4>> sum;  // predicted, measured: forward, backward
+  for (size_t i = 0; i < hp->forward_ops.size(); ++i) {
+    auto& x = sum[hp->forward_ops[i].role];
+    x[0] += core::compute_time_s(c, hp->forward_ops[i]);
+    x[1] += hp->forward_s[i];
+    x[2] += core::compute_time_s(c, hp->backward_ops[i]);
+    x[3] += hp->backward_s[i];
+  }
+  for (const auto& [r, x] : sum) {
+    INFO(core::to_string(r));
+    CHECK(x[0] == Approx(x[1]).epsilon(1e-9));
+    CHECK(x[2] == Approx(x[3]).epsilon(1e-9));
+  }
+  // Module by module the scales leave what varies within a role: less than two rates leave across all of them.
+  core::Hardware unscaled = h;
+  unscaled.measured.module_time_scale.clear();
+  CHECK(exec::role_scaled_fit_rms(h, *hp) < exec::role_scaled_fit_rms(unscaled, *hp));
 
   // A second session merged with the first: each module's faster time, the rates fitted to those.
   REQUIRE(hp->forward_s.size() == exec::GptModel::create(*m, exec::DType::bf16, 2, 32)->modules().size());
