@@ -346,10 +346,27 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
     CHECK(x[0] == Approx(x[1]).epsilon(1e-9));
     CHECK(x[2] == Approx(x[3]).epsilon(1e-9));
   }
-  // Module by module the scales leave what varies within a role: less than two rates leave across all of them.
+  // Module times that are the formula's times a factor per role (forward f, backward 2f): the scales are exactly
+  // those factors and the profile prices every module at its time, which the two rates alone do not.
   core::Hardware unscaled = h;
   unscaled.measured.module_time_scale.clear();
-  CHECK(exec::role_scaled_fit_rms(h, *hp) < exec::role_scaled_fit_rms(unscaled, *hp));
+  core::CostModel c0 = core::cost_model_for(unscaled, core::Precision::bf16);
+  core::apply_model_shapes(c0, *m, s->micro_batch_per_gpu * s->run.seq_len);
+  auto factor = [](core::ModuleRole r) { return 1.0 + 0.25 * static_cast<double>(r); };
+  exec::HostDeviceProbe exact = *hp;
+  for (size_t i = 0; i < exact.forward_ops.size(); ++i) {
+    exact.forward_s[i] = factor(exact.forward_ops[i].role) * core::compute_time_s(c0, exact.forward_ops[i]);
+    exact.backward_s[i] = 2 * factor(exact.forward_ops[i].role) * core::compute_time_s(c0, exact.backward_ops[i]);
+  }
+  const core::Hardware he = exec::apply_host_probe(*hw, exact);
+  REQUIRE(he.measured.module_time_scale.size() == h.measured.module_time_scale.size());
+  for (const auto& x : he.measured.module_time_scale) {
+    INFO(x.role);
+    CHECK(x.forward == Approx(factor(core::module_role_from(x.role))).epsilon(1e-9));
+    CHECK(x.backward == Approx(2 * factor(core::module_role_from(x.role))).epsilon(1e-9));
+  }
+  CHECK(exec::role_scaled_fit_rms(he, exact) < 1e-9);
+  CHECK(exec::role_scaled_fit_rms(unscaled, exact) > 0.1);
 
   // A second session merged with the first: each module's faster time, the rates fitted to those.
   REQUIRE(hp->forward_s.size() == exec::GptModel::create(*m, exec::DType::bf16, 2, 32)->modules().size());
