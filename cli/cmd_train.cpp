@@ -295,11 +295,19 @@ void run_train(const Opts& o, int& exit_code) {
   }
   exec::Communicator& engine_comm = nccl ? *nccl : *G.comm;
   // The host device's profile: probed before training (written at once, so a failed run still leaves one) and
-  // again after it, each module's faster session standing (host_probe.h: a neighbour on a shared VM can slow one
-  // session down throughout), the optimizer's CPU passes and swaps the mean of the two (they drift with the machine).
+  // again after it, the optimizer's CPU passes and swaps the mean of the two (they drift with the machine). The
+  // module times: a pass over every module runs after each step, and the profile takes each module's median over
+  // the passes after the steps the typical step is chosen from (below). A shared VM's speed switches between states
+  // ~1.6x apart every ~0.1 s and drifts over seconds (docs/VALIDATION.md "Module times sampled through the run"), so
+  // sessions before and after the run priced a step made at another speed; samples spread through the run meet the
+  // same mix of states as its steps.
   std::optional<exec::HostDeviceProbe> device_probe;
-  auto write_device_profile = [&](const exec::HostDeviceProbe* earlier) -> bool {
+  std::unique_ptr<exec::ModuleTimer> module_timer;
+  std::vector<exec::ModulePass> passes;  // [i]: right after step i of this run
+  auto write_device_profile = [&](const exec::HostDeviceProbe* earlier, const std::vector<exec::ModulePass>& around,
+                                  const std::string& how) -> bool {
     auto hp = exec::probe_host_device(in->model, in->strategy, check, earlier, adam_threads);
+    if (hp && !around.empty()) hp = exec::with_module_times(std::move(*hp), around, how);
     if (!hp) {
       fail(hp.error().message, exit_code_for(hp.error()));
       return false;
@@ -332,14 +340,21 @@ void run_train(const Opts& o, int& exit_code) {
       std::printf(
           "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
           "(fit rms %.0f%%, %.0f%% after the per-role time scales)%s -> %s\n",
-          earlier ? "after training, each module's faster session, the optimizer's passes and swaps the mean"
+          earlier ? "after training, each module the median of the passes between the steps, the optimizer's passes "
+                    "and swaps "
+                    "the mean of the sessions"
                   : "before training",
           hp->gemm_flops_per_s / 1e9, mb, hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel,
           100 * exec::role_scaled_fit_rms(prof, *hp), opt, o.device_profile.c_str());
     }
     return true;
   };
-  if (!o.device_profile.empty() && !write_device_profile(nullptr)) return;
+  if (!o.device_profile.empty()) {
+    if (!write_device_profile(nullptr, {}, {})) return;
+    auto t = exec::ModuleTimer::create(in->model, in->strategy);
+    if (!t) return fail(t.error().message, exit_code_for(t.error()));
+    module_timer = std::move(*t);
+  }
   exec::EngineOptions eo;
   eo.schedule = po.schedule;
   eo.seed = o.seed;
@@ -386,7 +401,9 @@ void run_train(const Opts& o, int& exit_code) {
   // whose forward, backward and optimizer phases lie closest to their medians over the steps. One step is what
   // `simulate` predicts. The step of median duration alone left the optimizer phase, ~1% of the step, to chance:
   // on this 2-vCPU VM a run's optimizer phases are bimodal (4.1-4.9 ms and 6.0-7.4 ms in one run of 20 steps).
-  std::vector<std::pair<std::array<double, 3>, core::Trace>> traces;
+  std::vector<std::array<double, 3>> phases;  // of the steps the typical one is chosen from
+  std::vector<int64_t> phase_step;            // their index in this run
+  std::vector<core::Trace> traces;            // their traces, when one is written
   const bool want_trace = !o.trace.empty() || !o.chrome_trace.empty();
   auto save = [&]() -> bool {
     core::Status s = e.save_checkpoint(o.checkpoint, data);
@@ -404,13 +421,17 @@ void run_train(const Opts& o, int& exit_code) {
       return fail("step " + std::to_string(start + i) + " failed: " + r.error().message + where, 3);
     }
     ++done;
+    if (module_timer) passes.push_back(module_timer->pass());
     core::Status gs;
     const auto rank_peaks = gather_peaks(*G.comm, r->peak_bytes, gs);
     if (!gs.ok()) return fail("step " + std::to_string(start + i) + " failed: " + gs.message(), 3);
     r->peak_bytes = max_peaks(rank_peaks);  // the max over ranks
     r->tokens *= G.world;                   // the global batch's tokens
-    if (want_trace && (i > 0 || o.steps == 1))
-      traces.push_back({{r->phase_s[0], r->phase_s[1], r->phase_s[2]}, e.last_trace()});
+    if (i > 0 || o.steps == 1) {
+      phases.push_back({r->phase_s[0], r->phase_s[1], r->phase_s[2]});
+      phase_step.push_back(i);
+      if (want_trace) traces.push_back(e.last_trace());
+    }
     time_sum += r->step_time_s;
     step_times.push_back(r->step_time_s);
     tokens += r->tokens;
@@ -439,15 +460,24 @@ void run_train(const Opts& o, int& exit_code) {
     if (!o.checkpoint.empty() && o.checkpoint_every > 0 && (i + 1) % o.checkpoint_every == 0 && !save()) return;
   }
   if (!o.checkpoint.empty() && !save()) return;
+  const size_t typical = phases.empty() ? 0 : exec::most_typical(phases);
   if (device_probe) {
     const exec::HostDeviceProbe before = *device_probe;
-    if (!write_device_profile(&before)) return;
+    std::vector<exec::ModulePass> around;
+    std::string how;
+    if (!phases.empty()) {
+      for (int64_t k : phase_step) around.push_back(passes[static_cast<size_t>(k)]);
+      const std::string first = std::to_string(start + phase_step.front());
+      how = around.size() == 1 ? "the pass after step " + first
+                               : "the median of " + std::to_string(around.size()) +
+                                     " passes, one after each step from step " + first + " on";
+      how += "; the trace written is the step nearest the run's median phases";
+    }
+    if (!write_device_profile(&before, around, how)) return;
   }
 
   if (want_trace && !traces.empty() && lead) {  // rank 0's trace (ranks are symmetric)
-    std::vector<std::array<double, 3>> phases;
-    for (const auto& tr : traces) phases.push_back(tr.first);
-    core::Trace t = std::move(traces[exec::most_typical(phases)].second);
+    core::Trace t = std::move(traces[typical]);
     t.provenance = provenance_for(*in, command_line(o, *in));
     for (const auto& [path, text] :
          {std::pair{o.trace, &core::trace_to_json}, std::pair{o.chrome_trace, &core::trace_to_chrome_json}}) {

@@ -163,142 +163,17 @@ core::Status time_swaps(const core::Strategy& s, const core::Plan& plan, const H
   return {};
 }
 
-}  // namespace
-
-core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
-                                                const core::Plan& plan, const HostDeviceProbe* earlier,
-                                                int cpu_threads) {
-  auto gm = GptModel::create(m, dtype_of(s.model_dtype()), s.micro_batch_per_gpu, s.run.seq_len);
-  if (!gm) return gm.error();
-  const GptModel& g = *gm;
-  const auto& mods = g.modules();
-  // The Plan's cost of each module's forward (micro-step 0, module order); backward costs 2x.
-  std::vector<const core::Op*> fwd;
-  for (const auto& op : plan.ops)
-    if (op.kind == core::OpKind::forward && op.micro_step == 0) fwd.push_back(&op);
-  std::vector<const core::Op*> bwd;  // reverse module order in the Plan
-  for (const auto& op : plan.ops)
-    if (op.kind == core::OpKind::backward && op.micro_step == 0) bwd.insert(bwd.begin(), &op);
-  if (fwd.size() != mods.size() || bwd.size() != mods.size())
-    return core::internal_error("host probe: plan and model disagree on the modules");
-
-  const int64_t e = dtype_bytes(g.dtype());
-  std::vector<Aligned> params, grads;
-  std::vector<const void*> pp;
-  std::vector<void*> gp;
-  for (size_t p = 0; p < g.params().size(); ++p) {
-    params.emplace_back(g.params()[p].numel * e);
-    grads.emplace_back(g.params()[p].numel * e);
-    g.init_param(p, params.back().data(), 1);
-    pp.push_back(params.back().data());
-    gp.push_back(grads.back().data());
-  }
-  const int64_t L = m.layers;
-  std::vector<Aligned> arenas;
-  for (int64_t l = 0; l < L; ++l) arenas.emplace_back(g.layer_bytes());
-  Aligned head(g.head_bytes()), d0(g.residual_grad_bytes()), d1(g.residual_grad_bytes());
-  void* dres[2] = {d0.data(), d1.data()};
-  const Corpus corpus = synthetic_corpus(1 << 16, 1);
-  DataLoader data(corpus, g.micro_batch(), g.seq_len(), 1);
-  std::vector<int32_t> tok(static_cast<size_t>(2 * g.tokens()));
-  data.next(tok.data(), tok.data() + g.tokens());
-
-  GptModel::Call c;
-  c.tokens = tok.data();
-  c.targets = tok.data() + g.tokens();
-  c.dloss = 1.0f / static_cast<float>(g.tokens());
-  c.head = g.head_view(head.data());
-  auto bind = [&](size_t i, bool bwd) {
-    const ModuleInfo& mi = mods[i];
-    c.params.clear();
-    c.grads.clear();
-    c.grad_write.clear();
-    for (int32_t p : mi.params) {
-      c.params.push_back(pp[static_cast<size_t>(p)]);
-      if (bwd) {
-        c.grads.push_back(gp[static_cast<size_t>(p)]);
-        c.grad_write.push_back(GradWrite::overwrite);
-      }
-    }
-    const int64_t l = mi.layer;
-    c.layer = l >= 0 ? g.layer_view(arenas[static_cast<size_t>(l)].data()) : LayerActs{};
-    auto x_of = [&](int64_t j) { return j < L ? g.layer_view(arenas[static_cast<size_t>(j)].data()).x : c.head.xf; };
-    c.x_out = nullptr;
-    if (mi.role == ModuleRole::tok_embedding || mi.role == ModuleRole::pos_embedding) c.x_out = x_of(0);
-    if (mi.role == ModuleRole::mlp_out) c.x_out = x_of(l + 1);
-    const int64_t blk = l >= 0 ? l : (mi.role == ModuleRole::final_norm || mi.role == ModuleRole::lm_head ? L : -1);
-    c.dres_in = blk >= 0 ? dres[(L - 1 - blk + 2) % 2] : dres[L % 2];
-    c.dres_out = blk >= 0 ? dres[(L - blk) % 2] : nullptr;
-  };
-  // The optimizer's CPU passes at the run's largest CPU-updated group, if any.
-  int64_t opt_n = 0;
-  for (const auto& op : plan.ops)
-    if (op.kind == core::OpKind::adam_cpu && op.rank == 0) opt_n = std::max(opt_n, op.elements);
-  std::unique_ptr<OptimizerPasses> opt;
-  if (opt_n > 0) {
-    auto o = OptimizerPasses::create(opt_n, cpu_threads > 0 ? cpu_threads : available_cpus(), s);
-    if (!o) return o.error();
-    opt = std::move(*o);
-  }
-  std::vector<double> t_unscale, t_adam, t_cast;
-  // Repeated full forward + backward passes, each module timed, then the optimizer's passes; the median of each.
-  const int reps = 5;
-  std::vector<std::vector<double>> tf(mods.size()), tb(mods.size());
-  for (int r = 0; r < reps; ++r) {
-    for (size_t i = 0; i < mods.size(); ++i) {
-      bind(i, false);
-      const auto t = clk::now();
-      g.forward(i, c);
-      tf[i].push_back(seconds_since(t));
-    }
-    for (size_t i = mods.size(); i-- > 0;) {
-      bind(i, true);
-      const auto t = clk::now();
-      g.backward(i, c);
-      tb[i].push_back(seconds_since(t));
-    }
-    if (opt) opt->run(t_unscale, t_adam, t_cast);
-  }
-  auto median = median_of;
-  // Fit t ≈ F·x + M·y (x = 1/rate, y = 1/bandwidth) by least squares on the times themselves (the big modules,
-  // which make the step, weigh most), both ≥ 0.
+// The cost model's two rates fitted to the module forwards: t ≈ F·x + M·y (x = 1/rate, y = 1/bandwidth) by least
+// squares on the times themselves (the big modules, which make the step, weigh most), both ≥ 0; and the backward
+// ratio.
+void fit_module_rates(HostDeviceProbe& hp) {
   struct Sample {
     double t, F, M;
   };
-  HostDeviceProbe hp;
-  if (earlier && (earlier->forward_s.size() != mods.size() || earlier->backward_s.size() != mods.size()))
-    return core::internal_error("host probe: the earlier session timed another model");
-  for (size_t i = 0; i < mods.size(); ++i) {
-    hp.forward_s.push_back(earlier ? std::min(earlier->forward_s[i], median(tf[i])) : median(tf[i]));
-    hp.backward_s.push_back(earlier ? std::min(earlier->backward_s[i], median(tb[i])) : median(tb[i]));
-  }
-  hp.sessions = earlier ? earlier->sessions + 1 : 1;
-  for (size_t i = 0; i < mods.size(); ++i) {
-    hp.forward_ops.push_back(*fwd[i]);
-    hp.backward_ops.push_back(*bwd[i]);
-  }
-  hp.model = m;
-  hp.tokens = s.micro_batch_per_gpu * s.run.seq_len;
-  if (opt) {
-    if (earlier && earlier->opt_elements != opt_n)
-      return core::internal_error("host probe: the earlier session timed another optimizer group");
-    hp.opt_elements = opt_n;
-    hp.opt_threads = opt->threads();
-    hp.unscale_bytes = opt->unscale_bytes;
-    hp.cast_bytes = opt->cast_bytes;
-    // The mean of the two sessions, not the faster: these passes and the swaps move with the machine's speed from
-    // second to second (one run of 15 steps of `small` ZeRO-Infinity: Adam 1.1-1.9 ms, each 13 MB read 2.2-3.9 ms,
-    // the slow steps slow in both), the run lies between the sessions, and the faster of two moments priced the
-    // run's typical step short (docs/VALIDATION.md, "The sessions' mean").
-    auto mean = [&](double now, double HostDeviceProbe::*f) { return earlier ? 0.5 * (now + earlier->*f) : now; };
-    hp.unscale_s = mean(median(t_unscale), &HostDeviceProbe::unscale_s);
-    hp.adam_s = mean(median(t_adam), &HostDeviceProbe::adam_s);
-    hp.cast_s = mean(median(t_cast), &HostDeviceProbe::cast_s);
-  }
   std::vector<Sample> smp;
   double sum_f = 0, sum_b = 0;
-  for (size_t i = 0; i < mods.size(); ++i) {
-    const double F = fwd[i]->gemm_flops, M = static_cast<double>(fwd[i]->mem_bound_bytes);
+  for (size_t i = 0; i < hp.forward_s.size(); ++i) {
+    const double F = hp.forward_ops[i].gemm_flops, M = static_cast<double>(hp.forward_ops[i].mem_bound_bytes);
     if (F <= 0 && M <= 0) continue;
     // The rates from the forwards; the backwards give one ratio (the reference kernels' backward takes ~1.6x their
     // forward where the FLOPs say 2x), which the cost model applies to every backward op.
@@ -341,6 +216,173 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   hp.modules = static_cast<int>(smp.size());
   hp.backward_ratio = sum_f > 0 ? sum_b / sum_f : 0;
   hp.fit_rms_rel = smp.empty() ? 0 : std::sqrt(se / static_cast<double>(smp.size()));
+}
+
+}  // namespace
+
+struct ModuleTimer::Impl {
+  Impl(GptModel g, const core::ModelSpec& m) : g(std::move(g)), L(m.layers) {}
+  GptModel g;
+  int64_t L;
+  std::vector<Aligned> params, grads, arenas;
+  std::vector<const void*> pp;
+  std::vector<void*> gp;
+  std::unique_ptr<Aligned> head, d0, d1;
+  std::vector<int32_t> tok;
+  GptModel::Call c;
+
+  // Module i's arguments in the call: its parameters (and gradients, written over), its layer's activations, and
+  // the residual streams it reads and writes.
+  void bind(size_t i, bool bwd) {
+    const ModuleInfo& mi = g.modules()[i];
+    c.params.clear();
+    c.grads.clear();
+    c.grad_write.clear();
+    for (int32_t p : mi.params) {
+      c.params.push_back(pp[static_cast<size_t>(p)]);
+      if (bwd) {
+        c.grads.push_back(gp[static_cast<size_t>(p)]);
+        c.grad_write.push_back(GradWrite::overwrite);
+      }
+    }
+    const int64_t l = mi.layer;
+    c.layer = l >= 0 ? g.layer_view(arenas[static_cast<size_t>(l)].data()) : LayerActs{};
+    auto x_of = [&](int64_t j) { return j < L ? g.layer_view(arenas[static_cast<size_t>(j)].data()).x : c.head.xf; };
+    c.x_out = nullptr;
+    if (mi.role == ModuleRole::tok_embedding || mi.role == ModuleRole::pos_embedding) c.x_out = x_of(0);
+    if (mi.role == ModuleRole::mlp_out) c.x_out = x_of(l + 1);
+    void* dres[2] = {d0->data(), d1->data()};
+    const int64_t blk = l >= 0 ? l : (mi.role == ModuleRole::final_norm || mi.role == ModuleRole::lm_head ? L : -1);
+    c.dres_in = blk >= 0 ? dres[(L - 1 - blk + 2) % 2] : dres[L % 2];
+    c.dres_out = blk >= 0 ? dres[(L - blk) % 2] : nullptr;
+  }
+};
+
+ModuleTimer::ModuleTimer(std::unique_ptr<Impl> p) : p_(std::move(p)) {}
+ModuleTimer::~ModuleTimer() = default;
+
+core::Result<std::unique_ptr<ModuleTimer>> ModuleTimer::create(const core::ModelSpec& m, const core::Strategy& s) {
+  auto gm = GptModel::create(m, dtype_of(s.model_dtype()), s.micro_batch_per_gpu, s.run.seq_len);
+  if (!gm) return gm.error();
+  auto p = std::make_unique<Impl>(std::move(*gm), m);
+  const GptModel& g = p->g;
+  const int64_t e = dtype_bytes(g.dtype());
+  for (size_t i = 0; i < g.params().size(); ++i) {
+    p->params.emplace_back(g.params()[i].numel * e);
+    p->grads.emplace_back(g.params()[i].numel * e);
+    g.init_param(i, p->params.back().data(), 1);
+  }
+  for (size_t i = 0; i < g.params().size(); ++i) {  // after the vectors stop growing
+    p->pp.push_back(p->params[i].data());
+    p->gp.push_back(p->grads[i].data());
+  }
+  for (int64_t l = 0; l < p->L; ++l) p->arenas.emplace_back(g.layer_bytes());
+  p->head = std::make_unique<Aligned>(g.head_bytes());
+  p->d0 = std::make_unique<Aligned>(g.residual_grad_bytes());
+  p->d1 = std::make_unique<Aligned>(g.residual_grad_bytes());
+  const Corpus corpus = synthetic_corpus(1 << 16, 1);
+  DataLoader data(corpus, g.micro_batch(), g.seq_len(), 1);
+  p->tok.resize(static_cast<size_t>(2 * g.tokens()));
+  data.next(p->tok.data(), p->tok.data() + g.tokens());
+  p->c.tokens = p->tok.data();
+  p->c.targets = p->tok.data() + g.tokens();
+  p->c.dloss = 1.0f / static_cast<float>(g.tokens());
+  p->c.head = g.head_view(p->head->data());
+  return std::unique_ptr<ModuleTimer>(new ModuleTimer(std::move(p)));
+}
+
+size_t ModuleTimer::modules() const { return p_->g.modules().size(); }
+
+void ModuleTimer::pass(std::vector<double>& forward_s, std::vector<double>& backward_s) {
+  const size_t n = modules();
+  forward_s.assign(n, 0);
+  backward_s.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    p_->bind(i, false);
+    const auto t = clk::now();
+    p_->g.forward(i, p_->c);
+    forward_s[i] = seconds_since(t);
+  }
+  for (size_t i = n; i-- > 0;) {
+    p_->bind(i, true);
+    const auto t = clk::now();
+    p_->g.backward(i, p_->c);
+    backward_s[i] = seconds_since(t);
+  }
+}
+
+core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
+                                                const core::Plan& plan, const HostDeviceProbe* earlier,
+                                                int cpu_threads) {
+  auto timer = ModuleTimer::create(m, s);
+  if (!timer) return timer.error();
+  const size_t nmod = (*timer)->modules();
+  // The Plan's cost of each module's forward (micro-step 0, module order); backward costs 2x.
+  std::vector<const core::Op*> fwd, bwd;
+  for (const auto& op : plan.ops)
+    if (op.kind == core::OpKind::forward && op.micro_step == 0) fwd.push_back(&op);
+  for (const auto& op : plan.ops)  // reverse module order in the Plan
+    if (op.kind == core::OpKind::backward && op.micro_step == 0) bwd.push_back(&op);
+  std::reverse(bwd.begin(), bwd.end());
+  if (fwd.size() != nmod || bwd.size() != nmod)
+    return core::internal_error("host probe: plan and model disagree on the modules");
+  // The optimizer's CPU passes at the run's largest CPU-updated group, if any.
+  int64_t opt_n = 0;
+  for (const auto& op : plan.ops)
+    if (op.kind == core::OpKind::adam_cpu && op.rank == 0) opt_n = std::max(opt_n, op.elements);
+  std::unique_ptr<OptimizerPasses> opt;
+  if (opt_n > 0) {
+    auto o = OptimizerPasses::create(opt_n, cpu_threads > 0 ? cpu_threads : available_cpus(), s);
+    if (!o) return o.error();
+    opt = std::move(*o);
+  }
+  std::vector<double> t_unscale, t_adam, t_cast;
+  // Repeated full forward + backward passes, each module timed, then the optimizer's passes; the median of each.
+  const int reps = 5;
+  std::vector<std::vector<double>> tf(nmod), tb(nmod);
+  std::vector<double> f1, b1;
+  for (int r = 0; r < reps; ++r) {
+    (*timer)->pass(f1, b1);
+    for (size_t i = 0; i < nmod; ++i) {
+      tf[i].push_back(f1[i]);
+      tb[i].push_back(b1[i]);
+    }
+    if (opt) opt->run(t_unscale, t_adam, t_cast);
+  }
+  auto median = median_of;
+  HostDeviceProbe hp;
+  if (earlier && (earlier->forward_s.size() != nmod || earlier->backward_s.size() != nmod))
+    return core::internal_error("host probe: the earlier session timed another model");
+  for (size_t i = 0; i < nmod; ++i) {
+    hp.forward_s.push_back(earlier ? std::min(earlier->forward_s[i], median(tf[i])) : median(tf[i]));
+    hp.backward_s.push_back(earlier ? std::min(earlier->backward_s[i], median(tb[i])) : median(tb[i]));
+  }
+  hp.sessions = earlier ? earlier->sessions + 1 : 1;
+  hp.module_times = earlier ? "the faster of " + std::to_string(hp.sessions) + " sessions per module"
+                            : "one session, the median of " + std::to_string(reps) + " passes per module";
+  for (size_t i = 0; i < nmod; ++i) {
+    hp.forward_ops.push_back(*fwd[i]);
+    hp.backward_ops.push_back(*bwd[i]);
+  }
+  hp.model = m;
+  hp.tokens = s.micro_batch_per_gpu * s.run.seq_len;
+  if (opt) {
+    if (earlier && earlier->opt_elements != opt_n)
+      return core::internal_error("host probe: the earlier session timed another optimizer group");
+    hp.opt_elements = opt_n;
+    hp.opt_threads = opt->threads();
+    hp.unscale_bytes = opt->unscale_bytes;
+    hp.cast_bytes = opt->cast_bytes;
+    // The mean of the two sessions, not the faster: these passes and the swaps move with the machine's speed from
+    // second to second (one run of 15 steps of `small` ZeRO-Infinity: Adam 1.1-1.9 ms, each 13 MB read 2.2-3.9 ms,
+    // the slow steps slow in both), the run lies between the sessions, and the faster of two moments priced the
+    // run's typical step short (docs/VALIDATION.md, "The sessions' mean").
+    auto mean = [&](double now, double HostDeviceProbe::*f) { return earlier ? 0.5 * (now + earlier->*f) : now; };
+    hp.unscale_s = mean(median(t_unscale), &HostDeviceProbe::unscale_s);
+    hp.adam_s = mean(median(t_adam), &HostDeviceProbe::adam_s);
+    hp.cast_s = mean(median(t_cast), &HostDeviceProbe::cast_s);
+  }
+  fit_module_rates(hp);
 
   // Copies: the host device's H2D/D2H are memcpys of MiBs whose data the step last touched long before (the
   // engine's copies of `small` run at ~7 GB/s here, hot 8 MiB copies at ~14). So: 8 MiB copies rotating over
@@ -413,6 +455,31 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   if (earlier && earlier->stream_wake_s > 0) hp.stream_wake_s = std::min(hp.stream_wake_s, earlier->stream_wake_s);
   ZS_TRY(time_swaps(s, plan, earlier, hp));
   return hp;
+}
+
+core::Result<HostDeviceProbe> with_module_times(HostDeviceProbe p, const std::vector<ModulePass>& passes,
+                                                std::string how) {
+  if (passes.empty()) return core::internal_error("host probe: no module passes to take the times from");
+  for (const auto& x : passes)
+    if (x.forward_s.size() != p.forward_ops.size() || x.backward_s.size() != p.backward_ops.size())
+      return core::internal_error("host probe: a module pass timed another model");
+  auto median = [](std::vector<double> v) {  // of an even count: the mean of the middle two
+    std::sort(v.begin(), v.end());
+    const size_t h = v.size() / 2;
+    return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+  };
+  for (size_t i = 0; i < p.forward_ops.size(); ++i) {
+    std::vector<double> f, b;
+    for (const auto& x : passes) {
+      f.push_back(x.forward_s[i]);
+      b.push_back(x.backward_s[i]);
+    }
+    p.forward_s[i] = median(std::move(f));
+    p.backward_s[i] = median(std::move(b));
+  }
+  p.module_times = std::move(how);
+  fit_module_rates(p);
+  return p;
 }
 
 double role_scaled_fit_rms(const core::Hardware& h, const HostDeviceProbe& p) {
@@ -529,11 +596,10 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
       "after the per-role time scales%s), "
       "backward %.2fx "
       "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s%s "
-      "(the faster of %d "
-      "sessions per module; the optimizer's CPU passes and swaps: their mean)",
+      "(module times: %s; the optimizer's CPU passes and swaps: the mean of %d sessions)",
       h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
       100 * rms_after, roles.c_str(), p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6,
-      p.stream_wake_s * 1e6, opt, nv, p.sessions);
+      p.stream_wake_s * 1e6, opt, nv, p.module_times.c_str(), p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ struct HostDeviceProbe {
   // merged into them.
   std::vector<double> forward_s, backward_s;
   int sessions = 1;
+  std::string module_times;  // where forward_s and backward_s come from, in words (the profile's source)
   // The Plan's forward and backward op of each module (micro-step 0, module order), and the model and tokens per
   // micro-batch the cost model prices them at: apply_host_probe's per-role time scales compare the two.
   std::vector<core::Op> forward_ops, backward_ops;
@@ -73,6 +75,38 @@ struct HostDeviceProbe {
 core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const core::Strategy& s,
                                                 const core::Plan& plan, const HostDeviceProbe* earlier = nullptr,
                                                 int cpu_threads = 0);
+
+// Every module of the model timed on the reference kernels, forward then backward, as probe_host_device does, with
+// the model's buffers built once: `train --write-device-profile` runs a pass after each training step, so the module
+// times are sampled through the run, in the same mix of the machine's speeds as its steps (a shared VM's switches
+// between states ~1.6x apart every ~0.1 s and drifts over seconds).
+struct ModulePass {
+  std::vector<double> forward_s, backward_s;  // module order
+};
+class ModuleTimer {
+ public:
+  static core::Result<std::unique_ptr<ModuleTimer>> create(const core::ModelSpec& m, const core::Strategy& s);
+  ~ModuleTimer();
+  size_t modules() const;
+  void pass(std::vector<double>& forward_s, std::vector<double>& backward_s);
+  ModulePass pass() {
+    ModulePass x;
+    pass(x.forward_s, x.backward_s);
+    return x;
+  }
+
+ private:
+  struct Impl;
+  explicit ModuleTimer(std::unique_ptr<Impl> p);
+  std::unique_ptr<Impl> p_;
+};
+
+// `p` with each module's forward and backward time the median over `passes` (ModuleTimer::pass of the same model and
+// strategy; of an even count the mean of the middle two), the two rates and the backward ratio refitted to them;
+// `how` names the passes in the profile's source.
+// The other figures (copies, wake-up, the optimizer's passes, swaps) stay the sessions'.
+core::Result<HostDeviceProbe> with_module_times(HostDeviceProbe p, const std::vector<ModulePass>& passes,
+                                                std::string how);
 
 // `base` with, per module role, the modules' measured time over what the cost model then prices them at (forward;
 // backward), measured.module_time_scale; and the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1),

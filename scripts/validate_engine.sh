@@ -12,8 +12,8 @@ out=$(mktemp -d /tmp/zs_validate_XXXXXX)
 mkdir -p "$out/nvme"
 "$bin" probe --nvme-path "$out/nvme" -o "$out/probe.json" >/dev/null
 printf "%-32s %3s %10s %10s %9s %9s %9s %9s %9s\n" "model, config" run "pred ms" "meas ms" step fwd bwd opt "|op|"
-for row in "tiny tiny-zero2-offload 64 40" "tiny tiny-zero3-nvme 64 40" "$root/tests/data/engine/small.json tiny-zero2-offload 64 12" \
-           "$root/tests/data/engine/small.json tiny-zero3-nvme 64 12"; do
+for row in "tiny tiny-zero2-offload 64 40" "tiny tiny-zero3-nvme 64 40" "$root/tests/data/engine/small.json tiny-zero2-offload 64 24" \
+           "$root/tests/data/engine/small.json tiny-zero3-nvme 64 24"; do
   set -- $row
   model="$1"; cfg="$2"; seq="$3"; steps="$4"
   c="$root/tests/data/engine/$cfg.json"

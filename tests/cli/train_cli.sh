@@ -39,6 +39,27 @@ PY
   || { err "nvme train rc=$?"; cat "$tmp/n"; }
 grep -q "nvme [1-9]" "$tmp/n" || err "nvme run shows no NVMe bytes"
 
+# The host device's profile: written before training, then again after it with each module's time the median of
+# the passes run after the steps; `simulate` reads it and `compare` holds it against the run's trace.
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 4 --write-device-profile "$tmp/dev.json" \
+  --trace "$tmp/dt.json" >"$tmp/d" 2>&1 || { err "device profile rc=$?"; cat "$tmp/d"; }
+grep -q "^host device (before training)" "$tmp/d" \
+  && grep -q "^host device (after training, each module the median of the passes" "$tmp/d" \
+  || err "device profile lines: $(grep "^host device" "$tmp/d")"
+python3 - "$tmp/dev.json" <<'PY' || err "device profile contents"
+import json, sys
+h = json.load(open(sys.argv[1]))
+assert "the median of 3 passes, one after each step from step 1 on" in h["source"], h["source"]
+roles = set(h["measured"]["module_time_scale"])
+assert {"qkv", "mlp_in", "norm", "head"} <= roles, roles
+PY
+"$bin" simulate --model tiny --hardware "$tmp/dev.json" --ds-config "$cfg" --raw-trace "$tmp/dp.json" >/dev/null \
+  && "$bin" compare "$tmp/dp.json" "$tmp/dt.json" >"$tmp/dc" || err "simulate and compare with the device profile"
+grep -q "^  forward " "$tmp/dc" || err "compare with the device profile: no forward row"
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 1 --write-device-profile "$tmp/dev1.json" \
+  >/dev/null 2>&1 || err "device profile of one step rc=$?"
+grep -q "the pass after step 0" "$tmp/dev1.json" || err "one step's profile: not its own pass"
+
 # Refusals.
 python3 -c "import json; h=json.load(open('$root/configs/hardware/ci-2core.json')); h['gpu']['memory_GiB']=0.001; json.dump(h, open('$tmp/hw.json','w'))"
 "$bin" train --model tiny --hardware "$tmp/hw.json" --ds-config "$cfg" --steps 1 >"$tmp/r" 2>&1

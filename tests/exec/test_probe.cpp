@@ -390,6 +390,60 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   CHECK(bad.error().message.find("another model") != std::string::npos);
 }
 
+TEST_CASE("module times sampled through a run: the timer's passes, their median per module, the rates refitted",
+          "[exec][probe]") {
+  const HostProbeCase k = host_probe_case(R"({"stage": 2})");
+  auto hp = exec::probe_host_device(k.m, k.s, k.plan);
+  REQUIRE(hp.ok());
+  auto timer = exec::ModuleTimer::create(k.m, k.s);
+  REQUIRE(timer.ok());
+  REQUIRE((*timer)->modules() == hp->forward_s.size());
+  const exec::ModulePass real = (*timer)->pass();
+  REQUIRE(real.forward_s.size() == hp->forward_s.size());
+  REQUIRE(real.backward_s.size() == hp->backward_s.size());
+  double sum = 0;
+  for (size_t i = 0; i < real.forward_s.size(); ++i) {
+    CHECK(real.forward_s[i] > 0);
+    CHECK(real.backward_s[i] > 0);
+    sum += real.forward_s[i] + real.backward_s[i];
+  }
+  CHECK(sum < 10.0);  // tiny at 2 x 32 tokens: milliseconds
+
+  // Passes that are the session's times x 1, x 3 and x 2: each module's median is x 2, so every fitted time doubles,
+  // the rates halve and the backward ratio and the fit's error stay.
+  auto scaled = [&](double f) {
+    exec::ModulePass x{hp->forward_s, hp->backward_s};
+    for (double& t : x.forward_s) t *= f;
+    for (double& t : x.backward_s) t *= f;
+    return x;
+  };
+  auto odd = exec::with_module_times(*hp, {scaled(1), scaled(3), scaled(2)}, "three passes");
+  REQUIRE(odd.ok());
+  for (size_t i = 0; i < hp->forward_s.size(); ++i) {
+    CHECK(odd->forward_s[i] == Approx(2 * hp->forward_s[i]).epsilon(1e-12));
+    CHECK(odd->backward_s[i] == Approx(2 * hp->backward_s[i]).epsilon(1e-12));
+  }
+  CHECK(odd->gemm_flops_per_s == Approx(hp->gemm_flops_per_s / 2).epsilon(1e-9));
+  if (hp->mem_bound_Bps < 1e14) CHECK(odd->mem_bound_Bps == Approx(hp->mem_bound_Bps / 2).epsilon(1e-9));
+  CHECK(odd->backward_ratio == Approx(hp->backward_ratio).epsilon(1e-12));
+  CHECK(odd->fit_rms_rel == Approx(hp->fit_rms_rel).margin(1e-12));
+  CHECK(odd->copy_Bps == hp->copy_Bps);  // the session's other figures stay
+  CHECK(odd->stream_wake_s == hp->stream_wake_s);
+  // Of an even count, the mean of the middle two: x 1, x 5, x 2, x 3 gives x 2.5.
+  auto even = exec::with_module_times(*hp, {scaled(1), scaled(5), scaled(2), scaled(3)}, "four passes");
+  REQUIRE(even.ok());
+  for (size_t i = 0; i < hp->forward_s.size(); ++i) CHECK(even->forward_s[i] == Approx(2.5 * hp->forward_s[i]));
+  // The profile says where its module times came from.
+  CHECK(exec::apply_host_probe(k.hw, *odd).source.find("module times: three passes") != std::string::npos);
+  // Passes of another model are refused, as is none.
+  exec::ModulePass short_pass = real;
+  short_pass.backward_s.pop_back();
+  auto bad = exec::with_module_times(*hp, {real, short_pass}, "x");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message.find("another model") != std::string::npos);
+  CHECK_FALSE(exec::with_module_times(*hp, {}, "x").ok());
+}
+
 TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's group, into the profile",
           "[exec][probe]") {
   const HostProbeCase k = host_probe_case(R"({"stage": 2, "offload_optimizer": {"device": "cpu"}})");
