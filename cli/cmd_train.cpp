@@ -296,14 +296,17 @@ void run_train(const Opts& o, int& exit_code) {
   exec::Communicator& engine_comm = nccl ? *nccl : *G.comm;
   // The host device's profile: probed before training (written at once, so a failed run still leaves one) and
   // again after it, the optimizer's CPU passes and swaps the mean of the two (they drift with the machine). The
-  // module times: a pass over every module runs after each step, and the profile takes each module's median over
-  // the passes after the steps the typical step is chosen from (below). A shared VM's speed switches between states
+  // module times: a pass over every module runs after each step (after every k-th in a run of over 256 steps, so
+  // at most 256 passes), and the profile takes each module's median over the passes after the steps the typical step
+  // is chosen from (below). A shared VM's speed switches between states
   // ~1.6x apart every ~0.1 s and drifts over seconds (docs/VALIDATION.md "Module times sampled through the run"), so
   // sessions before and after the run priced a step made at another speed; samples spread through the run meet the
   // same mix of states as its steps.
   std::optional<exec::HostDeviceProbe> device_probe;
   std::unique_ptr<exec::ModuleTimer> module_timer;
-  std::vector<exec::ModulePass> passes;  // [i]: right after step i of this run
+  std::vector<exec::ModulePass> passes;  // right after step pass_step[j] of this run
+  std::vector<int64_t> pass_step;
+  const int64_t pass_every = std::max<int64_t>(1, (o.steps + 255) / 256);
   auto write_device_profile = [&](const exec::HostDeviceProbe* earlier, const std::vector<exec::ModulePass>& around,
                                   const std::string& how) -> bool {
     auto hp = exec::probe_host_device(in->model, in->strategy, check, earlier, adam_threads);
@@ -421,7 +424,10 @@ void run_train(const Opts& o, int& exit_code) {
       return fail("step " + std::to_string(start + i) + " failed: " + r.error().message + where, 3);
     }
     ++done;
-    if (module_timer) passes.push_back(module_timer->pass());
+    if (module_timer && i % pass_every == 0) {
+      passes.push_back(module_timer->pass());
+      pass_step.push_back(i);
+    }
     core::Status gs;
     const auto rank_peaks = gather_peaks(*G.comm, r->peak_bytes, gs);
     if (!gs.ok()) return fail("step " + std::to_string(start + i) + " failed: " + gs.message(), 3);
@@ -465,12 +471,17 @@ void run_train(const Opts& o, int& exit_code) {
     const exec::HostDeviceProbe before = *device_probe;
     std::vector<exec::ModulePass> around;
     std::string how;
-    if (!phases.empty()) {
-      for (int64_t k : phase_step) around.push_back(passes[static_cast<size_t>(k)]);
-      const std::string first = std::to_string(start + phase_step.front());
-      how = around.size() == 1 ? "the pass after step " + first
-                               : "the median of " + std::to_string(around.size()) +
-                                     " passes, one after each step from step " + first + " on";
+    int64_t first = -1;
+    for (size_t j = 0; j < passes.size(); ++j)  // the passes after the steps the typical one is chosen from
+      if (!phase_step.empty() && pass_step[j] >= phase_step.front()) {
+        around.push_back(passes[j]);
+        if (first < 0) first = start + pass_step[j];
+      }
+    if (!around.empty()) {
+      const std::string every = pass_every == 1 ? "each step" : "every " + std::to_string(pass_every) + " steps";
+      how = around.size() == 1 ? "the pass after step " + std::to_string(first)
+                               : "the median of " + std::to_string(around.size()) + " passes, one after " + every +
+                                     " from step " + std::to_string(first) + " on";
       how += "; the trace written is the step nearest the run's median phases";
     }
     if (!write_device_profile(&before, around, how)) return;

@@ -59,6 +59,11 @@ grep -q "^  forward " "$tmp/dc" || err "compare with the device profile: no forw
 "$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 1 --write-device-profile "$tmp/dev1.json" \
   >/dev/null 2>&1 || err "device profile of one step rc=$?"
 grep -q "the pass after step 0" "$tmp/dev1.json" || err "one step's profile: not its own pass"
+# Over 256 steps, a pass after every k-th step: at most 256 passes, spread over the run.
+"$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 257 --seq-len 8 \
+  --write-device-profile "$tmp/dev257.json" >/dev/null 2>&1 || err "device profile of 257 steps rc=$?"
+grep -q "the median of 128 passes, one after every 2 steps from step 2 on" "$tmp/dev257.json" \
+  || err "257 steps' profile: $(grep -o 'module times: [^;]*' "$tmp/dev257.json")"
 
 # Refusals.
 python3 -c "import json; h=json.load(open('$root/configs/hardware/ci-2core.json')); h['gpu']['memory_GiB']=0.001; json.dump(h, open('$tmp/hw.json','w'))"
