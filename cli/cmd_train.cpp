@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +18,9 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/cuda_module.h"
 #include "cli/inputs.h"
+#include "cli/train_group.h"
 #include "core/cost_model.h"
 #include "core/json_reader.h"
 #include "core/memory.h"
@@ -29,7 +31,6 @@
 #include "exec/data.h"
 #include "exec/engine.h"
 #include "exec/host_device.h"
-#include "cli/cuda_module.h"
 #include "exec/host_probe.h"
 #ifdef ZEROSIM_HAVE_MPI
 #include "exec/mpi_communicator.h"
@@ -108,80 +109,8 @@ int report_not_fitting(const Opts& o, const Inputs& in, const core::Plan& plan) 
 
 std::string bytes(int64_t b) { return b == 0 ? std::string("0") : core::format_bytes(b); }
 
-// The data-parallel group: MPI when launched by mpirun (or srun/PMI), else one rank.
-struct Group {
-#ifdef ZEROSIM_HAVE_MPI
-  std::unique_ptr<exec::MpiRuntime> mpi;  // declared first: finalised after the communicator is gone
-#endif
-  std::unique_ptr<exec::Communicator> comm;
-  int rank = 0, world = 1, local_rank = 0, local_size = 1;
-  // After a failure on one rank the others may wait in a collective: stop them all (MPI_Abort), never hang.
-  [[noreturn]] void abort(int code) const {
-#ifdef ZEROSIM_HAVE_MPI
-    if (mpi) mpi->abort(code);
-#endif
-    std::exit(code);
-  }
-};
-
-core::Result<Group> make_group(const Opts& o) {
-  Group g;
-#ifdef ZEROSIM_HAVE_MPI
-  if (exec::launched_under_mpi()) {
-    auto rt = exec::MpiRuntime::init(nullptr, nullptr);
-    if (!rt) return rt.error();
-    g.mpi = std::move(*rt);
-    exec::MpiCommunicatorOptions mo;
-    mo.timeout_s = o.comm_timeout_s;
-    // For tests only: ZEROSIM_TEST_SKIP_COLLECTIVE=RANK:CALL[:HANG_S] makes RANK hang HANG_S seconds at its
-    // CALL-th collective (0-based) and leave it out (tests/cli/mpi_train.sh).
-    if (const char* sk = std::getenv("ZEROSIM_TEST_SKIP_COLLECTIVE")) {
-      int r = -1;
-      long long c = -1;
-      double h = 0;
-      if (std::sscanf(sk, "%d:%lld:%lf", &r, &c, &h) >= 2) {
-        mo.skip_rank = r;
-        mo.skip_call = c;
-        mo.skip_hang_s = h;
-      }
-    }
-    auto c = exec::make_mpi_communicator(mo);
-    if (!c) return c.error();
-    g.comm = std::move(*c);
-    g.rank = g.mpi->rank();
-    g.world = g.mpi->world();
-    g.local_rank = g.mpi->local_rank();
-    g.local_size = g.mpi->local_size();
-    return g;
-  }
-#else
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
-    if (const char* n = std::getenv(v); n && std::atoi(n) > 1)
-      return core::bad_input(std::string("launched with ") + v + "=" + n +
-                             ", but this build has no MPI (CMake found none): it would train " + n +
-                             " independent copies");
-#endif
-  g.comm = exec::make_single_rank_communicator();
-  return g;
-}
-
-// Per-tier peaks of every rank (each rank's three int64 as raw bytes through an all-gather: a copy, exact).
-std::vector<std::array<int64_t, 3>> gather_peaks(exec::Communicator& c, const std::array<int64_t, 3>& mine,
-                                                 core::Status& st) {
-  std::vector<std::array<int64_t, 3>> all(static_cast<size_t>(c.world()));
-  all[static_cast<size_t>(c.rank())] = mine;
-  st = c.all_gather(all.data(), all.data() + c.rank(), 6, exec::DType::fp32, {.op_name = "peak memory"});
-  return all;
-}
-std::array<int64_t, 3> max_peaks(const std::vector<std::array<int64_t, 3>>& all) {
-  std::array<int64_t, 3> m{};
-  for (const auto& a : all)
-    for (size_t t = 0; t < 3; ++t) m[t] = std::max(m[t], a[t]);
-  return m;
-}
-
 void run_train(const Opts& o, int& exit_code) {
-  auto group = make_group(o);
+  auto group = make_group(o.comm_timeout_s);
   if (!group) {
     std::cerr << "zerosim train: " << group.error().message << "\n";
     exit_code = group.error().kind == core::ErrorKind::bad_input ? 2 : 3;

@@ -1,0 +1,139 @@
+// apply_host_probe and role_scaled_fit_rms (host_probe.h): the host device's measured figures folded into a hardware
+// profile for the simulator, and how well that profile prices the modules.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/cost_model.h"
+#include "exec/host_probe.h"
+#include "exec/probe.h"
+
+namespace zs::exec {
+
+double role_scaled_fit_rms(const core::Hardware& h, const HostDeviceProbe& p) {
+  if (p.forward_ops.size() != p.forward_s.size()) return 0;
+  core::CostModel c = core::cost_model_for(h, core::Precision::bf16);
+  core::apply_model_shapes(c, p.model, p.tokens);
+  double se = 0;
+  int n = 0;
+  for (size_t i = 0; i < p.forward_ops.size(); ++i) {
+    const double t = core::compute_time_s(c, p.forward_ops[i]);
+    if (t <= 0 || p.forward_s[i] <= 0) continue;
+    se += (t - p.forward_s[i]) * (t - p.forward_s[i]) / (p.forward_s[i] * p.forward_s[i]);
+    ++n;
+  }
+  return n > 0 ? std::sqrt(se / n) : 0;
+}
+
+core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
+  const double tflops = p.gemm_flops_per_s / 1e12;
+  h.gpu.peak_tflops_fp16 = h.gpu.peak_tflops_bf16 = h.gpu.peak_tflops_fp32 = tflops;
+  h.measured.gemm_efficiency = 1.0;
+  if (p.backward_ratio > 0) h.measured.backward_time_ratio = p.backward_ratio;
+  if (p.stream_wake_s > 0) {
+    h.measured.stream_spin_us = p.stream_spin_s * 1e6;
+    h.measured.stream_wake_latency_us = p.stream_wake_s * 1e6;
+  }
+  h.gpu.hbm_GBps = p.mem_bound_Bps / 1e9 / core::gpu_type_defaults(h.gpu.name).hbm_efficiency;
+  const double copy = p.copy_Bps / 1e9;
+  h.links.pcie_h2d_GBps = h.links.pcie_d2h_GBps = h.links.pcie_host_GBps = copy;
+  h.measured.pcie_latency_us = p.copy_latency_s * 1e6;
+  // Per module role: the measured time over the cost model's at these rates (sums over the role's modules, so the
+  // big ones weigh most), forward and backward. Two rates price a GEMM module and a norm alike, where the reference
+  // kernels differ by role (an embedding gather runs at ~30 GB/s, a GELU's tanh far below its bytes' rate).
+  h.measured.module_time_scale.clear();
+  if (!p.forward_ops.empty() && p.forward_ops.size() == p.forward_s.size() &&
+      p.backward_ops.size() == p.backward_s.size()) {
+    core::CostModel c = core::cost_model_for(h, core::Precision::bf16);  // every peak is the fitted rate
+    core::apply_model_shapes(c, p.model, p.tokens);
+    std::array<double, core::kModuleRoles> tf{}, ff{}, tb{}, fb{};
+    for (size_t i = 0; i < p.forward_ops.size(); ++i) {
+      const auto r = static_cast<size_t>(p.forward_ops[i].role);
+      tf[r] += p.forward_s[i];
+      ff[r] += core::compute_time_s(c, p.forward_ops[i]);
+      tb[r] += p.backward_s[i];
+      fb[r] += core::compute_time_s(c, p.backward_ops[i]);
+    }
+    auto clamp = [](double x) { return std::clamp(x, 1e-3, 1e3); };
+    for (int r = 1; r < core::kModuleRoles; ++r)
+      if (ff[r] > 0 && fb[r] > 0 && tf[r] > 0 && tb[r] > 0)
+        h.measured.module_time_scale.push_back(
+            {core::to_string(static_cast<core::ModuleRole>(r)), clamp(tf[r] / ff[r]), clamp(tb[r] / fb[r])});
+  }
+  const double rms_after = role_scaled_fit_rms(h, p);
+  char opt[256] = "";
+  if (p.opt_elements > 0 && p.adam_s > 0 && p.unscale_s > 0 && p.cast_s > 0) {
+    h.measured.cpu_adam_params_per_s = static_cast<double>(p.opt_elements) / p.adam_s;
+    h.measured.cpu_adam_threads = p.opt_threads;
+    h.measured.cpu_pass_GBps = static_cast<double>(p.unscale_bytes) / p.unscale_s / 1e9;
+    h.measured.cpu_cast_GBps = static_cast<double>(p.cast_bytes) / p.cast_s / 1e9;
+    std::snprintf(opt, sizeof opt,
+                  ", CPU Adam %.3g params/s, the unscale %.1f GB/s and the cast %.1f GB/s at the run's group (%lld "
+                  "elements, %d threads)",
+                  *h.measured.cpu_adam_params_per_s, *h.measured.cpu_pass_GBps, *h.measured.cpu_cast_GBps,
+                  static_cast<long long>(p.opt_elements), p.opt_threads);
+  }
+  char nv[512] = "";
+  if (p.nvme_large > 0) {
+    auto& ms = h.measured;
+    const SwapLine r = fit_swap_line(p.nvme_small, p.read_small_s[0], p.nvme_large, p.read_large_s[0]);
+    const SwapLine w = fit_swap_line(p.nvme_small, p.write_small_s[0], p.nvme_large, p.write_large_s[0]);
+    const SwapLine rh = fit_swap_line(p.nvme_small, p.read_small_s[1], p.nvme_large, p.read_large_s[1]);
+    const SwapLine wh = fit_swap_line(p.nvme_small, p.write_small_s[1], p.nvme_large, p.write_large_s[1]);
+    ms.nvme_read_GBps = r.rate_Bps / 1e9;
+    ms.nvme_read_latency_us = r.latency_s * 1e6;
+    ms.nvme_write_GBps = w.rate_Bps / 1e9;
+    ms.nvme_write_latency_us = w.latency_s * 1e6;
+    ms.nvme_hot_read_GBps = rh.rate_Bps / 1e9;
+    ms.nvme_hot_read_latency_us = rh.latency_s * 1e6;
+    ms.nvme_hot_write_GBps = wh.rate_Bps / 1e9;
+    ms.nvme_hot_write_latency_us = wh.latency_s * 1e6;
+    ms.nvme_settle_s = kNvmeSettleS;
+    ms.aio_block_size = p.aio_block_size;  // the lines are the ds_config's own: core::apply_aio scales by 1
+    ms.aio_queue_depth = p.aio_queue_depth;
+    std::snprintf(nv, sizeof nv,
+                  ", NVMe swaps of %lld and %lld bytes: read %.0f us + bytes at %.2f GB/s, write %.0f us + bytes at "
+                  "%.2f GB/s (%.1f s old; at once read %.0f us + %.2f GB/s, write %.0f us + %.2f GB/s)",
+                  static_cast<long long>(p.nvme_small), static_cast<long long>(p.nvme_large), r.latency_s * 1e6,
+                  r.rate_Bps / 1e9, w.latency_s * 1e6, w.rate_Bps / 1e9, kNvmeSettleS, rh.latency_s * 1e6,
+                  rh.rate_Bps / 1e9, wh.latency_s * 1e6, wh.rate_Bps / 1e9);
+    ms.nvme_idle_wake.clear();
+    std::string idle = "; the first after an idle path";
+    for (const auto& [s, x] : p.nvme_idle) {
+      ms.nvme_idle_wake.push_back({s * 1e3, x * 1e6});
+      char b[64];
+      std::snprintf(b, sizeof b, " +%.0f us after %.0f ms,", x * 1e6, s * 1e3);
+      idle += b;
+    }
+    if (!p.nvme_idle.empty()) {
+      idle.pop_back();
+      std::strncat(nv, idle.c_str(), sizeof nv - std::strlen(nv) - 1);
+    }
+  }
+  std::string roles;  // the per-role scales
+  for (const auto& x : h.measured.module_time_scale) {
+    char b[96];
+    std::snprintf(b, sizeof b, "%s %s %.2f / %.2f", roles.empty() ? ":" : ",", x.role.c_str(), x.forward, x.backward);
+    roles += b;
+  }
+  char src[2800];
+  std::snprintf(
+      src, sizeof src,
+      "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
+      "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%, %.0f%% "
+      "after the per-role time scales%s), "
+      "backward %.2fx "
+      "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s%s "
+      "(module times: %s; the optimizer's CPU passes and swaps: the mean of %d sessions)",
+      h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
+      100 * rms_after, roles.c_str(), p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6,
+      p.stream_wake_s * 1e6, opt, nv, p.module_times.c_str(), p.sessions);
+  h.source = src;
+  if (h.name.find("host device") == std::string::npos) h.name += " + host device";
+  return h;
+}
+
+}  // namespace zs::exec
