@@ -32,6 +32,7 @@
 #include "exec/engine.h"
 #include "exec/host_device.h"
 #include "exec/host_probe.h"
+#include "exec/spin.h"
 #ifdef ZEROSIM_HAVE_MPI
 #include "exec/mpi_communicator.h"
 #endif
@@ -236,10 +237,15 @@ void run_train(const Opts& o, int& exit_code) {
   std::vector<exec::ModulePass> passes;  // right after step pass_step[j] of this run
   std::vector<int64_t> pass_step;
   const int64_t pass_every = std::max<int64_t>(1, (o.steps + 255) / 256);
+  // The wake-ups: the run's own hand-offs to a sleeping stream and CPU Adam's pool wake-ups in those steps (where
+  // a woken thread lands decides them, ~10 or ~50 us here, and a probe's one stream pair holds one of the two).
+  std::vector<double> handoffs, pool_wakes;
   auto write_device_profile = [&](const exec::HostDeviceProbe* earlier, const std::vector<exec::ModulePass>& around,
                                   const std::string& how) -> bool {
     auto hp = exec::probe_host_device(in->model, in->strategy, check, earlier, adam_threads);
     if (hp && !around.empty()) hp = exec::with_module_times(std::move(*hp), around, how);
+    if (hp && earlier)
+      hp = exec::with_run_wakes(std::move(*hp), handoffs, pool_wakes, "the steps the trace's step is chosen from");
     if (!hp) {
       fail(hp.error().message, exit_code_for(hp.error()));
       return false;
@@ -271,13 +277,16 @@ void run_train(const Opts& o, int& exit_code) {
       }
       std::printf(
           "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
-          "(fit rms %.0f%%, %.0f%% after the per-role time scales)%s -> %s\n",
+          "(fit rms %.0f%%, %.0f%% after the per-role time scales), wake-ups: stream %.1f us, CPU pool %.1f us "
+          "(%s)%s -> %s\n",
           earlier ? "after training, each module the median of the passes between the steps, the optimizer's passes "
                     "and swaps "
                     "the mean of the sessions"
                   : "before training",
           hp->gemm_flops_per_s / 1e9, mb, hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel,
-          100 * exec::role_scaled_fit_rms(prof, *hp), opt, o.device_profile.c_str());
+          100 * exec::role_scaled_fit_rms(prof, *hp), hp->stream_wake_s * 1e6,
+          (hp->pool_wake_s > 0 ? hp->pool_wake_s : hp->stream_wake_s) * 1e6, hp->wakes_from.c_str(), opt,
+          o.device_profile.c_str());
     }
     return true;
   };
@@ -353,6 +362,7 @@ void run_train(const Opts& o, int& exit_code) {
       return fail("step " + std::to_string(start + i) + " failed: " + r.error().message + where, 3);
     }
     ++done;
+    const std::vector<double> pool_wake_now = e.take_pool_wake_samples();  // this step's, before the pass
     if (module_timer && i % pass_every == 0) {
       passes.push_back(module_timer->pass());
       pass_step.push_back(i);
@@ -365,7 +375,15 @@ void run_train(const Opts& o, int& exit_code) {
     if (i > 0 || o.steps == 1) {
       phases.push_back({r->phase_s[0], r->phase_s[1], r->phase_s[2]});
       phase_step.push_back(i);
-      if (want_trace) traces.push_back(e.last_trace());
+      if (want_trace || module_timer) {
+        core::Trace t = e.last_trace();
+        if (module_timer) {
+          const double spin_s = std::chrono::duration<double>(exec::kSpinBudget).count();
+          for (double h : exec::sleeping_stream_handoffs(e.plan(), t, spin_s)) handoffs.push_back(h);
+          for (double w : pool_wake_now) pool_wakes.push_back(w);
+        }
+        if (want_trace) traces.push_back(std::move(t));
+      }
     }
     time_sum += r->step_time_s;
     step_times.push_back(r->step_time_s);

@@ -90,6 +90,13 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
     c.stream_spin_s = hw.measured.stream_spin_us.value_or(0) * 1e-6;
     prov.push_back({"stream_wake", fmt("measured: a stream idle over %.0f us starts work %.1f us late",
                                        c.stream_spin_s * 1e6, c.stream_wake_s * 1e6)});
+    c.cpu_pool_wake_s = c.stream_wake_s;
+    if (hw.measured.cpu_pool_wake_us) {
+      c.cpu_pool_wake_s = *hw.measured.cpu_pool_wake_us * 1e-6;
+      prov.push_back({"cpu_pool_wake", fmt("measured: CPU Adam's pool idle over %.0f us has its workers join %.1f us "
+                                           "late",
+                                           c.stream_spin_s * 1e6, c.cpu_pool_wake_s * 1e6)});
+    }
   }
   c.hbm_Bps = gb(hw.gpu.hbm_GBps) * d.hbm_efficiency;
   prov.push_back({"hbm", fmt("datasheet %.0f GB/s x %.2f", hw.gpu.hbm_GBps, d.hbm_efficiency)});

@@ -59,9 +59,11 @@ struct CostModel {
   // Streams that sleep (measured.stream_spin_us / stream_wake_latency_us): an op whose stream has waited longer
   // than stream_spin_s for it (its dependencies, or the op before it) starts stream_wake_s late. 0: never.
   double stream_spin_s = 0, stream_wake_s = 0;
-  // CPU Adam's threads (measured.cpu_adam_threads, else the cores). A CPU op on a stream that slept finds the
-  // pool's workers asleep too: the caller works alone until they wake (stream_wake_s later).
+  // CPU Adam's threads (measured.cpu_adam_threads, else the cores). A CPU op that finds the pool idle for longer
+  // than stream_spin_s finds its workers asleep: the caller works alone until they wake, cpu_pool_wake_s after that
+  // op's start (measured.cpu_pool_wake_us, else stream_wake_s), and so may the ops after it.
   int64_t cpu_pool_threads = 1;
+  double cpu_pool_wake_s = 0;
   // CPU (per node; all local ranks share it)
   double cpu_adam_core_params_per_s = 0;  // cores × per-core SIMD rate
   double cpu_adam_dram_params_per_s = 0;  // DRAM bound: dram_adam_Bps / adam_bytes_per_param

@@ -144,6 +144,7 @@ Result<Hardware> load_hardware_file(const std::string& path) {
     ms.backward_time_ratio = m.opt_number({"backward_time_ratio"}, 0.1, 100.0);
     ms.stream_spin_us = m.opt_number({"stream_spin_us"}, 0, 1e7);
     ms.stream_wake_latency_us = m.opt_number({"stream_wake_latency_us"}, 0, 1e7);
+    ms.cpu_pool_wake_us = m.opt_number({"cpu_pool_wake_us"}, 0, 1e7);
     ms.pcie_h2d_pageable_GBps = m.opt_number({"pcie_h2d_pageable_GBps"}, 1e-6, 1e6);
     ms.pcie_d2h_pageable_GBps = m.opt_number({"pcie_d2h_pageable_GBps"}, 1e-6, 1e6);
     ms.pcie_latency_us = m.opt_number({"pcie_latency_us"}, 0, 1e6);
@@ -229,6 +230,7 @@ std::string hardware_to_json(const Hardware& h) {
   put("backward_time_ratio", ms.backward_time_ratio);
   put("stream_spin_us", ms.stream_spin_us);
   put("stream_wake_latency_us", ms.stream_wake_latency_us);
+  put("cpu_pool_wake_us", ms.cpu_pool_wake_us);
   put("pcie_h2d_pageable_GBps", ms.pcie_h2d_pageable_GBps);
   put("pcie_d2h_pageable_GBps", ms.pcie_d2h_pageable_GBps);
   put("pcie_latency_us", ms.pcie_latency_us);

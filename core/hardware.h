@@ -108,6 +108,9 @@ struct MeasuredSpec {
   // starts on a stream that slept (a thread woken onto an idle core). The host device's streams are threads
   // (`train --write-device-profile` measures them); absent: a GPU's hardware queues, no wake-up cost.
   std::optional<double> stream_spin_us, stream_wake_latency_us;
+  // How late CPU Adam's pool workers join a run after they slept (the pool idle longer than stream_spin_us): until
+  // then the calling thread works alone. Absent: stream_wake_latency_us.
+  std::optional<double> cpu_pool_wake_us;
   std::optional<double> pcie_h2d_pageable_GBps, pcie_d2h_pageable_GBps;
   // The fixed cost of one H2D or D2H besides its bytes (the simulator's default: 10 us, cudaMemcpyAsync's issue
   // and DMA set-up). The host device's copies are memcpys, whose fixed cost is a call (`train

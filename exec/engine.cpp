@@ -340,6 +340,9 @@ const core::Plan& Engine::plan() const { return impl_->plan; }
 int64_t Engine::steps_done() const { return impl_->step_index; }
 core::Trace Engine::last_trace() const { return impl_->trace_last; }
 std::vector<std::string> Engine::notes() const { return impl_->notes; }
+std::vector<double> Engine::take_pool_wake_samples() {
+  return impl_->adam_pool ? impl_->adam_pool->take_wake_samples() : std::vector<double>{};
+}
 
 MeasuredMemory Engine::memory() const {
   MeasuredMemory mm;

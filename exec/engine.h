@@ -92,6 +92,9 @@ class Engine {
   MeasuredMemory memory() const;
   core::Trace last_trace() const;          // events of the last step (times from its start), memory timeline
   std::vector<std::string> notes() const;  // deviations from the Plan, once each
+  // How late CPU Adam's pool workers that had gone to sleep woke for a run (ThreadPool::take_wake_samples), since
+  // the last call.
+  std::vector<double> take_pool_wake_samples();
   // fp32 master parameters / lp parameters in parameter order (copies; NVMe states are swapped in).
   core::Result<std::vector<float>> master_params() const;
   core::Result<std::vector<uint16_t>> lp_params_bits() const;  // 16-bit models only

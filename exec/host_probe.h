@@ -23,6 +23,7 @@
 #include "core/plan.h"
 #include "core/status.h"
 #include "core/strategy.h"
+#include "core/trace.h"
 
 namespace zs::exec {
 
@@ -37,8 +38,11 @@ struct HostDeviceProbe {
   int modules = 0;            // samples in the fit (one per module: its forward)
   double backward_ratio = 0;  // Σ backward ÷ Σ forward time over those modules (the FLOPs say 2)
   // The host device's streams are threads: one that waited longer than stream_spin_s sleeps, and work handed to it
-  // starts stream_wake_s late (median over handoffs from a busy stream to a sleeping one).
-  double stream_spin_s = 0, stream_wake_s = 0;
+  // starts stream_wake_s late (a probe session: the median over handoffs from a busy stream to a sleeping one;
+  // after a run, with_run_wakes: the run's own). CPU Adam's pool workers that slept join pool_wake_s late (0: not
+  // measured, the simulator takes stream_wake_s).
+  double stream_spin_s = 0, stream_wake_s = 0, pool_wake_s = 0;
+  std::string wakes_from = "a stream pair's hand-offs in the sessions";  // where they come from, in words
   // What the figures were fitted to: each module's median forward and backward time (module order), the sessions
   // merged into them.
   std::vector<double> forward_s, backward_s;
@@ -107,6 +111,25 @@ class ModuleTimer {
 // The other figures (copies, wake-up, the optimizer's passes, swaps) stay the sessions'.
 core::Result<HostDeviceProbe> with_module_times(HostDeviceProbe p, const std::vector<ModulePass>& passes,
                                                 std::string how);
+
+// The hand-offs to a sleeping stream in one executed step (the trace of a Plan's step, events by op id): for every
+// op but an alloc or a release whose stream had waited longer than spin_s for it — from the end of the stream's
+// previous op (or the step's start) to the last end among that op and the op's Plan dependencies — the delay from
+// that end to the op's start. On a VM a thread woken onto the other, halted vCPU starts ~50 us late and one woken on
+// its waker's ~10 us (docs/VALIDATION.md "Where the hand-offs wake"), so the figure that prices the engine's
+// hand-offs is the mix its own Plan meets, which a probe of one stream pair cannot give.
+std::vector<double> sleeping_stream_handoffs(const core::Plan& plan, const core::Trace& t, double spin_s);
+
+// `p` with the stream wake-up the trimmed mean of the run's `handoffs` (sleeping_stream_handoffs) and the pool's
+// the trimmed mean of `pool_wakes` (ThreadPool::take_wake_samples): a phase sums its hand-offs, so their mean cost
+// prices it, and on a VM they are bimodal, ~10 and ~50 us (docs/VALIDATION.md "Where the hand-offs wake"), where a
+// median picks one mode. Fewer than kMinWakeSamples of either leave that figure as it was. `steps` names the
+// steps in the profile's source.
+inline constexpr size_t kMinWakeSamples = 5;
+HostDeviceProbe with_run_wakes(HostDeviceProbe p, const std::vector<double>& handoffs,
+                               const std::vector<double>& pool_wakes, const std::string& steps);
+// The mean of `v` without its lowest and highest tenth (rounded down), 0 if empty.
+double trimmed_mean(std::vector<double> v);
 
 // `base` with, per module role, the modules' measured time over what the cost model then prices them at (forward;
 // backward), measured.module_time_scale; and the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1),

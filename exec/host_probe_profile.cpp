@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "core/cost_model.h"
@@ -28,6 +29,55 @@ double role_scaled_fit_rms(const core::Hardware& h, const HostDeviceProbe& p) {
   return n > 0 ? std::sqrt(se / n) : 0;
 }
 
+std::vector<double> sleeping_stream_handoffs(const core::Plan& plan, const core::Trace& t, double spin_s) {
+  const size_t n = plan.ops.size();
+  std::vector<const core::TraceEvent*> ev(n, nullptr);
+  for (const auto& e : t.events)
+    if (e.op < n && !ev[e.op]) ev[e.op] = &e;
+  std::vector<double> out;
+  std::map<core::Stream, double> stream_end;  // the end of each stream's previous op; absent: the step's start
+  for (size_t i = 0; i < n; ++i) {
+    const core::Op& op = plan.ops[i];
+    const core::TraceEvent* e = ev[i];
+    if (!e) continue;
+    const auto it = stream_end.find(op.stream);
+    const double since = it == stream_end.end() ? 0.0 : it->second;
+    double ready = since;
+    for (uint32_t d : op.deps)
+      if (d < n && ev[d]) ready = std::max(ready, ev[d]->end_s);
+    if (op.kind != core::OpKind::alloc && op.kind != core::OpKind::release && ready - since > spin_s &&
+        e->start_s >= ready)
+      out.push_back(e->start_s - ready);
+    stream_end[op.stream] = std::max(since, e->end_s);
+  }
+  return out;
+}
+
+double trimmed_mean(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t cut = v.size() / 10;
+  double sum = 0;
+  for (size_t i = cut; i < v.size() - cut; ++i) sum += v[i];
+  return sum / static_cast<double>(v.size() - 2 * cut);
+}
+
+HostDeviceProbe with_run_wakes(HostDeviceProbe p, const std::vector<double>& handoffs,
+                               const std::vector<double>& pool_wakes, const std::string& steps) {
+  std::string from;
+  if (handoffs.size() >= kMinWakeSamples) {
+    p.stream_wake_s = trimmed_mean(handoffs);
+    from = "the trimmed mean of " + std::to_string(handoffs.size()) + " hand-offs to a sleeping stream";
+  }
+  if (pool_wakes.size() >= kMinWakeSamples) {
+    p.pool_wake_s = trimmed_mean(pool_wakes);
+    from += from.empty() ? "the trimmed mean of " : " and of ";
+    from += std::to_string(pool_wakes.size()) + " wake-ups of CPU Adam's pool workers";
+  }
+  if (!from.empty()) p.wakes_from = from + " in " + steps;
+  return p;
+}
+
 core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   const double tflops = p.gemm_flops_per_s / 1e12;
   h.gpu.peak_tflops_fp16 = h.gpu.peak_tflops_bf16 = h.gpu.peak_tflops_fp32 = tflops;
@@ -36,6 +86,7 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   if (p.stream_wake_s > 0) {
     h.measured.stream_spin_us = p.stream_spin_s * 1e6;
     h.measured.stream_wake_latency_us = p.stream_wake_s * 1e6;
+    if (p.pool_wake_s > 0) h.measured.cpu_pool_wake_us = p.pool_wake_s * 1e6;
   }
   h.gpu.hbm_GBps = p.mem_bound_Bps / 1e9 / core::gpu_type_defaults(h.gpu.name).hbm_efficiency;
   const double copy = p.copy_Bps / 1e9;
@@ -119,6 +170,9 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
     std::snprintf(b, sizeof b, "%s %s %.2f / %.2f", roles.empty() ? ":" : ",", x.role.c_str(), x.forward, x.backward);
     roles += b;
   }
+  char pool[96] = "";
+  if (p.pool_wake_s > 0 && p.stream_wake_s > 0)
+    std::snprintf(pool, sizeof pool, " and CPU Adam's pool workers asleep join %.0f us late", p.pool_wake_s * 1e6);
   char src[2800];
   std::snprintf(
       src, sizeof src,
@@ -126,11 +180,11 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
       "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%, %.0f%% "
       "after the per-role time scales%s), "
       "backward %.2fx "
-      "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s%s "
+      "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s (%s)%s%s "
       "(module times: %s; the optimizer's CPU passes and swaps: the mean of %d sessions)",
       h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
       100 * rms_after, roles.c_str(), p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6,
-      p.stream_wake_s * 1e6, opt, nv, p.module_times.c_str(), p.sessions);
+      p.stream_wake_s * 1e6, pool, p.wakes_from.c_str(), opt, nv, p.module_times.c_str(), p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

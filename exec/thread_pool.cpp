@@ -45,13 +45,18 @@ void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
     std::shared_ptr<Job> j;
-    (void)spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+    const bool polled = spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
     {
       std::unique_lock<std::mutex> lk(mu_);
       start_cv_.wait(lk, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
       seen = generation_.load(std::memory_order_relaxed);
       j = job_;
+    }
+    if (!polled) {
+      const double late = std::chrono::duration<double>(std::chrono::steady_clock::now() - j->posted).count();
+      std::lock_guard<std::mutex> lk(wake_mu_);
+      if (wakes_.size() < kMaxWakeSamples) wakes_.push_back(late);
     }
     work_on(*j, index);
   }
@@ -87,6 +92,7 @@ void ThreadPool::run(int64_t tasks, const std::function<void(int64_t)>& fn) {
   auto j = std::make_shared<Job>();
   j->fn = &fn;
   j->tasks = tasks;
+  j->posted = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lk(mu_);
     job_ = j;
@@ -105,6 +111,7 @@ void ThreadPool::run_per_thread(const std::function<void(int)>& fn) {
   auto j = std::make_shared<Job>();
   j->per_thread_fn = &fn;
   j->tasks = threads();
+  j->posted = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lk(mu_);
     job_ = j;
@@ -113,6 +120,13 @@ void ThreadPool::run_per_thread(const std::function<void(int)>& fn) {
   start_cv_.notify_all();
   work_on(*j, 0);
   join(*j);
+}
+
+std::vector<double> ThreadPool::take_wake_samples() {
+  std::lock_guard<std::mutex> lk(wake_mu_);
+  std::vector<double> out;
+  out.swap(wakes_);
+  return out;
 }
 
 }  // namespace zs::exec

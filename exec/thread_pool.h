@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,10 @@ class ThreadPool {
   void run(int64_t tasks, const std::function<void(int64_t)>& fn);
   // Static schedule: fn(t) runs exactly once on each of the threads() threads, t = 0..threads()-1.
   void run_per_thread(const std::function<void(int)>& fn);
+  // How late workers that had gone to sleep woke for a run: seconds from the run's start to the worker's, one per
+  // such wake-up since the last call (at most kMaxWakeSamples kept). A worker that still polled is not counted.
+  std::vector<double> take_wake_samples();
+  static constexpr size_t kMaxWakeSamples = 1 << 16;
 
  private:
   // One run(): task counters live here, not in the pool, so a worker that wakes after the run has ended finds
@@ -37,6 +42,7 @@ class ThreadPool {
   struct Job {
     const std::function<void(int64_t)>* fn = nullptr;  // dynamic schedule
     const std::function<void(int)>* per_thread_fn = nullptr;
+    std::chrono::steady_clock::time_point posted;  // when run() handed it out
     int64_t tasks = 0;
     std::atomic<int64_t> next{0}, done{0};
   };
@@ -50,6 +56,8 @@ class ThreadPool {
   std::shared_ptr<Job> job_;             // the current run's, under mu_
   std::atomic<uint64_t> generation_{0};  // bumped under mu_ per run; atomic so that workers can spin on it
   bool stop_ = false;
+  std::mutex wake_mu_;
+  std::vector<double> wakes_;  // take_wake_samples', under wake_mu_
 };
 
 // CPUs this process may run on (sched_getaffinity), at least 1.

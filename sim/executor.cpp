@@ -143,6 +143,9 @@ core::Status Executor::init() {
         succ_[fill[inst_of(r, static_cast<size_t>(index_of[d]))]++] = static_cast<uint32_t>(inst_of(r, k));
   head_.assign(queues_.size(), 0);
   head_since_.assign(queues_.size(), 0.0);
+  pool_active_.assign(static_cast<size_t>(L), 0);
+  pool_idle_since_.assign(static_cast<size_t>(L), 0.0);
+  pool_awake_at_.assign(static_cast<size_t>(L), 0.0);
   mem_now_ = plan_.static_bytes;
   memory_.clear();
   memory_.push_back({0.0, mem_now_});
@@ -177,7 +180,7 @@ void Executor::try_start(uint32_t i) {
   const OpKind k = plan_.ops[in.op].kind;
   if (cost_.stream_wake_s > 0 && k != OpKind::alloc && k != OpKind::release &&
       b_->now() - head_since_[in.queue] > cost_.stream_spin_s) {
-    in.waking = in.slept = true;
+    in.waking = true;
     b_->delay(cost_.stream_wake_s, new_act(ActType::wake, i));
     return;
   }
@@ -201,10 +204,15 @@ void Executor::launch(uint32_t i) {
       double t = cost_of(op);
       if (t <= 0) return finish(i);
       const bool cpu = op.kind == OpKind::adam_cpu || op.kind == OpKind::cast_cpu;
-      if (cpu && in.slept && cost_.cpu_pool_threads > 1) {
-        // The pool's workers join stream_wake_s late: until then the caller works alone (T threads' work at 1).
+      if (cpu && cost_.cpu_pool_wake_s > 0 && cost_.cpu_pool_threads > 1) {
+        // A pool idle past its poll has its workers asleep: they join cpu_pool_wake_s after this op's start, and
+        // until then the caller works alone (T threads' work at 1), in this op and in those that follow it.
+        const auto r = static_cast<size_t>(in.rank);
+        in.pooled = true;
+        if (pool_active_[r]++ == 0 && now - pool_idle_since_[r] > cost_.stream_spin_s)
+          pool_awake_at_[r] = now + cost_.cpu_pool_wake_s;
         const double T = static_cast<double>(cost_.cpu_pool_threads);
-        t += std::min(cost_.stream_wake_s, t * T) * (T - 1) / T;
+        t += std::min(std::max(0.0, pool_awake_at_[r] - now), t * T) * (T - 1) / T;
       }
       b_->exec(cpu ? topo_.cpu_host() : topo_.gpu_host(in.rank), t, new_act(ActType::op, i));
       return;
@@ -355,6 +363,8 @@ void Executor::finish(uint32_t i) {
   const core::Op& op = plan_.ops[in.op];
   if ((op.kind == OpKind::nvme_read || op.kind == OpKind::nvme_write) && op.bytes > 0 && --nvme_active_ == 0)
     nvme_idle_since_ = in.end;
+  if (in.pooled && --pool_active_[static_cast<size_t>(in.rank)] == 0)
+    pool_idle_since_[static_cast<size_t>(in.rank)] = in.end;
   if (op.kind == OpKind::nvme_write && !nvme_written_.empty() && op.tensor >= 0) {
     const size_t base = static_cast<size_t>(in.rank) * plan_.tensors.size();
     for (int32_t t = op.tensor; t < op.tensor + std::max(op.tensor_count, 1); ++t)

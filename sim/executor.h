@@ -77,7 +77,7 @@ class Executor {
     uint32_t queue = 0;    // (rank, stream) queue index
     int32_t coll = -1;     // collective state index while waiting/running
     bool waking = false;   // its stream slept (cost.stream_wake_s): started after the wake-up delay
-    bool slept = false;    // ... and so did CPU Adam's pool, for a CPU op
+    bool pooled = false;   // a CPU op counted in pool_active_
     double start = -1, end = -1;
   };
   struct Coll {
@@ -121,6 +121,10 @@ class Executor {
   // previous step's last swap, which the step's start stands for, as data_age_s takes it).
   int32_t nvme_active_ = 0;
   double nvme_idle_since_ = 0;
+  // Per rank, CPU Adam's pool (cost.cpu_pool_wake_s): its CPU ops running, since when none has (the step's start
+  // for the previous step's last), and when its workers that slept join.
+  std::vector<int32_t> pool_active_;
+  std::vector<double> pool_idle_since_, pool_awake_at_;
   std::unordered_map<uint64_t, uint32_t> coll_index_;
   std::vector<Coll> colls_;
   std::vector<Act> acts_;

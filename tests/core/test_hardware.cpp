@@ -86,6 +86,7 @@ TEST_CASE("hardware: measured block is optional and typed", "[hardware]") {
   };
   measured_key("backward_time_ratio", 1.625, 0, [](const Hardware& x) { return x.measured.backward_time_ratio; });
   measured_key("stream_wake_latency_us", 35.5, -1, [](const Hardware& x) { return x.measured.stream_wake_latency_us; });
+  measured_key("cpu_pool_wake_us", 37.25, -1, [](const Hardware& x) { return x.measured.cpu_pool_wake_us; });
   measured_key("pcie_latency_us", 0.75, -2, [](const Hardware& x) { return x.measured.pcie_latency_us; });
   std::string wake = std::string(kGood);
   wake.insert(wake.rfind('}'), R"(, "measured": {"stream_spin_us": 200, "stream_wake_latency_us": 35.5})");

@@ -209,6 +209,89 @@ TEST_CASE("module times sampled through a run: the timer's passes, their median 
   CHECK_FALSE(exec::with_module_times(*hp, {}, "x").ok());
 }
 
+TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's trace, their trimmed mean",
+          "[exec][probe]") {
+  using core::OpKind;
+  using core::Stream;
+  core::Plan plan;
+  core::Trace t;
+  // (stream, kind, deps, start us, end us), in program order.
+  struct O {
+    Stream st;
+    OpKind k;
+    std::vector<uint32_t> deps;
+    double s, e;
+  };
+  const std::vector<O> ops = {
+      {Stream::compute, OpKind::forward, {}, 0, 1000},      // 0: a stream's first op, no wait
+      {Stream::h2d, OpKind::h2d, {0}, 1050, 1100},          // 1: h2d idle from the start, 1 ms past its poll: 50 us
+      {Stream::h2d, OpKind::h2d, {}, 1100, 1150},           // 2: right behind op 1: awake
+      {Stream::comm, OpKind::allreduce, {0}, 1012, 1020},   // 3: comm's first, waited 1 ms: 12 us
+      {Stream::compute, OpKind::release, {3}, 1300, 1300},  // 4: a release: never counted
+      {Stream::compute, OpKind::forward, {1}, 1300, 1350},  // 5: behind the release at once
+      {Stream::d2h, OpKind::d2h, {5}, 1390, 1400},          // 6: d2h's first, waited 1.35 ms: 40 us
+      {Stream::comm, OpKind::allreduce, {2}, 1160, 1170},   // 7: comm waited 130 us < 200 us: still polling
+      {Stream::comm, OpKind::allgather, {6}, 1400, 1410},   // 8: waited 230 us for op 6, started at once: 0
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    core::Op op;
+    op.id = static_cast<uint32_t>(i);
+    op.stream = ops[i].st;
+    op.kind = ops[i].k;
+    op.deps = ops[i].deps;
+    plan.ops.push_back(op);
+    core::TraceEvent e;
+    e.op = op.id;
+    e.stream = op.stream;
+    e.kind = op.kind;
+    e.start_s = ops[i].s * 1e-6;
+    e.end_s = ops[i].e * 1e-6;
+    t.events.push_back(e);
+  }
+  const auto h = exec::sleeping_stream_handoffs(plan, t, 200e-6);
+  REQUIRE(h.size() == 4);
+  CHECK(h[0] == Approx(50e-6).epsilon(1e-9));
+  CHECK(h[1] == Approx(12e-6).epsilon(1e-9));
+  CHECK(h[2] == Approx(40e-6).epsilon(1e-9));
+  CHECK(h[3] == Approx(0).margin(1e-12));
+  CHECK(exec::sleeping_stream_handoffs(plan, t, 2e-3).empty());  // a poll longer than every wait: none slept
+  std::reverse(t.events.begin(), t.events.end());                // events are matched by op id, not position
+  CHECK(exec::sleeping_stream_handoffs(plan, t, 200e-6) == h);
+
+  // The trimmed mean drops the lowest and highest tenth: 1..8 and 20 us and a preempted 1 ms give the mean of 2..8
+  // and 20 us, 6.875 us (their median would be 5.5 us).
+  std::vector<double> v = {1e-3, 20e-6};
+  for (int i = 1; i <= 8; ++i) v.push_back(i * 1e-6);
+  CHECK(exec::trimmed_mean(v) == Approx(6.875e-6).epsilon(1e-12));
+  CHECK(exec::trimmed_mean({3e-6, 5e-6}) == Approx(4e-6));  // under ten: nothing dropped
+  CHECK(exec::trimmed_mean({}) == 0);
+
+  exec::HostDeviceProbe p;
+  p.stream_spin_s = 200e-6;
+  p.stream_wake_s = 2e-6;  // a session's figure
+  auto both = exec::with_run_wakes(p, v, {30e-6, 40e-6, 50e-6, 60e-6, 70e-6}, "steps 1-9");
+  CHECK(both.stream_wake_s == Approx(6.875e-6).epsilon(1e-12));
+  CHECK(both.pool_wake_s == Approx(50e-6).epsilon(1e-12));
+  CHECK(both.wakes_from.find("10 hand-offs to a sleeping stream and of 5 wake-ups of CPU Adam's pool workers in "
+                             "steps 1-9") != std::string::npos);
+  // Fewer than kMinWakeSamples leave a figure as it was.
+  auto few = exec::with_run_wakes(p, {1e-6, 2e-6, 3e-6, 4e-6}, {9e-6}, "x");
+  CHECK(few.stream_wake_s == 2e-6);
+  CHECK(few.pool_wake_s == 0);
+  CHECK(few.wakes_from == p.wakes_from);
+  auto pool_only = exec::with_run_wakes(p, {}, v, "x");
+  CHECK(pool_only.stream_wake_s == 2e-6);
+  CHECK(pool_only.pool_wake_s == Approx(6.875e-6).epsilon(1e-12));
+  CHECK(pool_only.wakes_from.rfind("the trimmed mean of 10 wake-ups", 0) == 0);
+  // Into the profile, said in its source; without a pool figure the key stays absent (the stream's stands in).
+  const core::Hardware h1 = exec::apply_host_probe(*core::load_hardware("ci-2core"), both);
+  REQUIRE(h1.measured.cpu_pool_wake_us.has_value());
+  CHECK(*h1.measured.cpu_pool_wake_us == Approx(50));
+  CHECK(*h1.measured.stream_wake_latency_us == Approx(6.875));
+  CHECK(h1.source.find("pool workers asleep join 50 us late (the trimmed mean of 10") != std::string::npos);
+  CHECK_FALSE(exec::apply_host_probe(*core::load_hardware("ci-2core"), p).measured.cpu_pool_wake_us.has_value());
+}
+
 TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's group, into the profile",
           "[exec][probe]") {
   const HostProbeCase k = host_probe_case(R"({"stage": 2, "offload_optimizer": {"device": "cpu"}})");

@@ -238,6 +238,29 @@ TEST_CASE("membw helpers return plausible figures", "[exec][probe]") {
   CHECK(hits == std::vector<int>{1, 1, 1});
 }
 
+TEST_CASE("a pool counts how late its workers woke after they slept", "[exec][probe]") {
+  exec::ThreadPool pool(2);
+  pool.run(2, [](int64_t) {});                                 // the worker has started
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past its 200 us poll: asleep
+  (void)pool.take_wake_samples();
+  const auto t0 = std::chrono::steady_clock::now();
+  pool.run(4, [](int64_t) {});
+  // The caller may finish the 4 tasks alone; the worker still wakes for the run and says how late.
+  std::vector<double> w;
+  for (int i = 0; i < 500 && w.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    w = pool.take_wake_samples();
+  }
+  const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(w.size() == 1);
+  CHECK(w[0] >= 0);
+  CHECK(w[0] <= since);
+  CHECK(pool.take_wake_samples().empty());  // taken
+  exec::ThreadPool alone(1);                // no workers: nothing to wake
+  alone.run(4, [](int64_t) {});
+  CHECK(alone.take_wake_samples().empty());
+}
+
 TEST_CASE("the engine's threads carry names (top -H, gdb, /proc/PID/task/*/comm)", "[exec][probe]") {
   exec::ThreadPool pool(3);
   pool.run_per_thread([](int) {});  // every worker has started (and named itself)

@@ -104,6 +104,10 @@ TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards 
   CHECK(m.backward_time_ratio == 1.5);
   CHECK(m.stream_spin_s == Approx(200e-6));
   CHECK(m.stream_wake_s == Approx(35e-6));
+  CHECK(m.cpu_pool_wake_s == Approx(35e-6));  // no measured.cpu_pool_wake_us: the stream's wake-up
+  h.measured.cpu_pool_wake_us = 60;
+  CHECK(core::cost_model_for(h, core::Precision::fp16).cpu_pool_wake_s == Approx(60e-6));
+  h.measured.cpu_pool_wake_us.reset();
   CHECK(m.pcie_latency_s == Approx(0.4e-6));
   CHECK(m.cpu_pool_threads == h.cpu.cores);  // no measured.cpu_adam_threads: the cores
   const double fwd = core::compute_time_s(m, f);

@@ -246,6 +246,7 @@ TEST_CASE("a stream that waited past its poll budget starts a wake-up late (meas
   SECTION("a CPU op after its stream slept: the pool's second thread joins a wake-up late") {
     auto cc = c;
     cc.cpu_pool_threads = 2;
+    cc.cpu_pool_wake_s = 40e-6;
     PlanBuilder q;
     q.compute(50e12);                                                     // 0: 0.5 s
     const uint32_t big = q.add(Stream::cpu_adam, OpKind::adam_cpu, {0});  // 1: 1e6 params, 1 ms at 1e9/s
@@ -265,6 +266,38 @@ TEST_CASE("a stream that waited past its poll budget starts a wake-up late (meas
     w.op(alone).elements = 10'000;  // 10 us at 2 threads, 20 us alone: done before the worker wakes
     auto rw = run(w.plan(), 1, 1, cc);
     CHECK(duration(rw, 1) == Approx(20e-6).epsilon(1e-6));
+    // A wake-up longer than the op: the op after it at once still starts alone, until the workers join.
+    const uint32_t after = w.add(Stream::cpu_adam, OpKind::adam_cpu, {alone});
+    w.op(after).elements = 1'000'000;  // 1 ms at 2 threads
+    auto ra = run(w.plan(), 1, 1, cc);
+    CHECK(event(ra, 2).start_s == Approx(event(ra, 1).end_s).epsilon(kRel));
+    CHECK(duration(ra, 2) == Approx(1e-3 + 20e-6 / 2).epsilon(kRel));  // 20 us of the 40 us wake-up left
+    // The pool's own figure, where measured, not the stream's.
+    cc.cpu_pool_wake_s = 100e-6;
+    auto rp = run(q.plan(), 1, 1, cc);
+    CHECK(event(rp, 1).start_s == Approx(0.5 + 40e-6).epsilon(kRel));  // the stream's wake-up
+    CHECK(duration(rp, 1) == Approx(1e-3 + 100e-6 / 2).epsilon(kRel));
+    cc.cpu_pool_wake_s = 0;  // none: the pool's workers count as awake
+    CHECK(duration(run(q.plan(), 1, 1, cc), 1) == Approx(1e-3).epsilon(kRel));
+  }
+  SECTION("CPU Adam's pool sleeps when idle past its poll, not when used a moment before") {
+    auto cc = c;
+    cc.cpu_pool_threads = 2;
+    cc.cpu_pool_wake_s = 40e-6;
+    PlanBuilder q;
+    const uint32_t a = q.add(Stream::cpu_adam, OpKind::adam_cpu);  // 0: at the step's start, 1 ms
+    q.op(a).elements = 1'000'000;
+    const uint32_t x = q.compute(1e9, {a});                             // 1: 10 us on the compute stream
+    const uint32_t g = q.add(Stream::cpu_adam, OpKind::adam_cpu, {x});  // 2: its stream and the pool idle 50 us
+    q.op(g).elements = 1'000'000;
+    const uint32_t y = q.compute(50e9, {g});                            // 3: 500 us
+    const uint32_t l = q.add(Stream::cpu_adam, OpKind::adam_cpu, {y});  // 4: the stream slept, and the pool
+    q.op(l).elements = 1'000'000;
+    auto r = run(q.plan(), 1, 1, cc);
+    CHECK(duration(r, 0) == Approx(1e-3).epsilon(kRel));  // the step's start: the pool was just used
+    CHECK(duration(r, 2) == Approx(1e-3).epsilon(kRel));
+    CHECK(event(r, 4).start_s == Approx(event(r, 3).end_s + 40e-6).epsilon(kRel));
+    CHECK(duration(r, 4) == Approx(1e-3 + 40e-6 / 2).epsilon(kRel));
   }
 }
 
