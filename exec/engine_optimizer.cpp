@@ -35,12 +35,12 @@ void Engine::Impl::adam_update(const AdamBuffers& b, bool on_cpu, int64_t step) 
     adam_kernel(k, sc, b, 0, b.n);
     return;
   }
-  const int64_t tile = kAdamTileElems, tiles = (b.n + tile - 1) / tile;
+  const int64_t tile = pool_unit_elems(b.n, adam_pool->threads(), kAdamTileElems), tiles = (b.n + tile - 1) / tile;
   adam_pool->run(tiles, [&](int64_t t) { adam_kernel(k, sc, b, t * tile, std::min(b.n, (t + 1) * tile)); });
 }
 
 void Engine::Impl::host_parallel(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  constexpr int64_t grain = kCpuPassChunkElems;
+  const int64_t grain = pool_unit_elems(n, adam_pool->threads(), kCpuPassChunkElems);
   const int64_t chunks = (n + grain - 1) / grain;
   adam_pool->run(chunks, [&](int64_t c) { fn(c * grain, std::min(n, (c + 1) * grain)); });
 }

@@ -77,24 +77,25 @@ class OptimizerPasses {
   void run(std::vector<double>& unscale, std::vector<double>& adam, std::vector<double>& cast) {
     pool_.run_per_thread([](int) {});
     const AdamKernel k = best_adam_kernel();
-    const int64_t n = b_.n, chunks = (n + kCpuPassChunkElems - 1) / kCpuPassChunkElems;
+    const int64_t n = b_.n, unit = pool_unit_elems(n, pool_.threads(), kCpuPassChunkElems);
+    const int64_t chunks = (n + unit - 1) / unit, tile = pool_unit_elems(n, pool_.threads(), kAdamTileElems);
     float* g = g_.as<float>();
     const float mul = 1.0f / 1024;
     auto t = clk::now();
     pool_.run(chunks, [&](int64_t c) {
-      const int64_t lo = c * kCpuPassChunkElems;
-      scale_f32(k, g + lo, mul, std::min(n, lo + kCpuPassChunkElems) - lo);
+      const int64_t lo = c * unit;
+      scale_f32(k, g + lo, mul, std::min(n, lo + unit) - lo);
     });
     unscale.push_back(seconds_since(t));
     std::fill(g, g + n, 1e-3f);  // the gradients stay normal numbers over the repeats
     pool_.run_per_thread([](int) {});
     t = clk::now();
-    pool_.run((n + kAdamTileElems - 1) / kAdamTileElems,
-              [&](int64_t i) { adam_kernel(k, sc_, b_, i * kAdamTileElems, std::min(n, (i + 1) * kAdamTileElems)); });
+    pool_.run((n + tile - 1) / tile,
+              [&](int64_t i) { adam_kernel(k, sc_, b_, i * tile, std::min(n, (i + 1) * tile)); });
     adam.push_back(seconds_since(t));
     t = clk::now();
     pool_.run(chunks, [&](int64_t c) {
-      const int64_t lo = c * kCpuPassChunkElems, len = std::min(n, lo + kCpuPassChunkElems) - lo;
+      const int64_t lo = c * unit, len = std::min(n, lo + unit) - lo;
       if (lp_ == LpDtype::none)
         std::memcpy(out_.as<float>() + lo, b_.params + lo, static_cast<size_t>(4 * len));
       else

@@ -395,3 +395,21 @@ TEST_CASE("the unscale pass: every kernel gives the scalar loop's bits, tails in
     }
   }
 }
+
+TEST_CASE("a pass's work units on CPU Adam's threads: ~8 per thread, 4096 to the cap, whole SIMD iterations",
+          "[exec][adam]") {
+  // tiny's group (120,576 elements) on 2 threads: 16 units of 7,552 (was 2 tiles of 65,536).
+  CHECK(pool_unit_elems(120576, 2, kAdamTileElems) == 7552);
+  CHECK(pool_unit_elems(120576, 1, kAdamTileElems) == 15104);
+  CHECK(pool_unit_elems(120576, 0, kAdamTileElems) == 15104);  // no threads counts as one
+  CHECK(pool_unit_elems(int64_t{1} << 24, 2, kAdamTileElems) == kAdamTileElems);
+  CHECK(pool_unit_elems(int64_t{1} << 24, 2, kCpuPassChunkElems) == kCpuPassChunkElems);
+  CHECK(pool_unit_elems(1000, 2, kCpuPassChunkElems) == 4096);
+  for (int64_t n : {1, 4097, 100000, 3257856})
+    for (int t : {1, 2, 16}) {
+      const int64_t u = pool_unit_elems(n, t, kAdamTileElems);
+      CHECK(u % 64 == 0);
+      CHECK(u >= 4096);
+      CHECK(u <= kAdamTileElems);
+    }
+}
