@@ -279,9 +279,8 @@ void run_train(const Opts& o, int& exit_code) {
           "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
           "(fit rms %.0f%%, %.0f%% after the per-role time scales), wake-ups: stream %.1f us, CPU pool %.1f us "
           "(%s)%s -> %s\n",
-          earlier ? "after training, each module the median of the passes between the steps, the optimizer's passes "
-                    "and swaps "
-                    "the mean of the sessions"
+          earlier ? "after training, each module and the optimizer's CPU passes the median of the passes between the "
+                    "steps, the swaps the mean of the sessions"
                   : "before training",
           hp->gemm_flops_per_s / 1e9, mb, hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel,
           100 * exec::role_scaled_fit_rms(prof, *hp), hp->stream_wake_s * 1e6,
@@ -292,7 +291,7 @@ void run_train(const Opts& o, int& exit_code) {
   };
   if (!o.device_profile.empty()) {
     if (!write_device_profile(nullptr, {}, {})) return;
-    auto t = exec::ModuleTimer::create(in->model, in->strategy);
+    auto t = exec::ModuleTimer::create(in->model, in->strategy, &check, adam_threads);
     if (!t) return fail(t.error().message, exit_code_for(t.error()));
     module_timer = std::move(*t);
   }

@@ -224,6 +224,7 @@ void fit_module_rates(HostDeviceProbe& hp) {
 struct ModuleTimer::Impl {
   Impl(GptModel g, const core::ModelSpec& m) : g(std::move(g)), L(m.layers) {}
   GptModel g;
+  std::unique_ptr<OptimizerPasses> opt;  // with a Plan that updates on the CPU
   int64_t L;
   std::vector<Aligned> params, grads, arenas;
   std::vector<const void*> pp;
@@ -262,10 +263,26 @@ struct ModuleTimer::Impl {
 ModuleTimer::ModuleTimer(std::unique_ptr<Impl> p) : p_(std::move(p)) {}
 ModuleTimer::~ModuleTimer() = default;
 
-core::Result<std::unique_ptr<ModuleTimer>> ModuleTimer::create(const core::ModelSpec& m, const core::Strategy& s) {
+namespace {
+// The Plan's largest CPU-updated group (rank 0's), 0 if none.
+int64_t largest_cpu_group(const core::Plan& plan) {
+  int64_t n = 0;
+  for (const auto& op : plan.ops)
+    if (op.kind == core::OpKind::adam_cpu && op.rank == 0) n = std::max(n, op.elements);
+  return n;
+}
+}  // namespace
+
+core::Result<std::unique_ptr<ModuleTimer>> ModuleTimer::create(const core::ModelSpec& m, const core::Strategy& s,
+                                                               const core::Plan* plan, int cpu_threads) {
   auto gm = GptModel::create(m, dtype_of(s.model_dtype()), s.micro_batch_per_gpu, s.run.seq_len);
   if (!gm) return gm.error();
   auto p = std::make_unique<Impl>(std::move(*gm), m);
+  if (const int64_t n = plan ? largest_cpu_group(*plan) : 0; n > 0) {
+    auto o = OptimizerPasses::create(n, cpu_threads > 0 ? cpu_threads : available_cpus(), s);
+    if (!o) return o.error();
+    p->opt = std::move(*o);
+  }
   const GptModel& g = p->g;
   const int64_t e = dtype_bytes(g.dtype());
   for (size_t i = 0; i < g.params().size(); ++i) {
@@ -293,6 +310,19 @@ core::Result<std::unique_ptr<ModuleTimer>> ModuleTimer::create(const core::Model
 }
 
 size_t ModuleTimer::modules() const { return p_->g.modules().size(); }
+
+ModulePass ModuleTimer::pass() {
+  ModulePass x;
+  pass(x.forward_s, x.backward_s);
+  if (p_->opt) {
+    std::vector<double> u, a, c;
+    p_->opt->run(u, a, c);
+    x.unscale_s = u.at(0);
+    x.adam_s = a.at(0);
+    x.cast_s = c.at(0);
+  }
+  return x;
+}
 
 void ModuleTimer::pass(std::vector<double>& forward_s, std::vector<double>& backward_s) {
   const size_t n = modules();
@@ -328,9 +358,7 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   if (fwd.size() != nmod || bwd.size() != nmod)
     return core::internal_error("host probe: plan and model disagree on the modules");
   // The optimizer's CPU passes at the run's largest CPU-updated group, if any.
-  int64_t opt_n = 0;
-  for (const auto& op : plan.ops)
-    if (op.kind == core::OpKind::adam_cpu && op.rank == 0) opt_n = std::max(opt_n, op.elements);
+  const int64_t opt_n = largest_cpu_group(plan);
   std::unique_ptr<OptimizerPasses> opt;
   if (opt_n > 0) {
     auto o = OptimizerPasses::create(opt_n, cpu_threads > 0 ? cpu_threads : available_cpus(), s);
@@ -477,6 +505,20 @@ core::Result<HostDeviceProbe> with_module_times(HostDeviceProbe p, const std::ve
     }
     p.forward_s[i] = median(std::move(f));
     p.backward_s[i] = median(std::move(b));
+  }
+  bool opt = p.opt_elements > 0;
+  for (const auto& x : passes) opt = opt && x.adam_s > 0 && x.unscale_s > 0 && x.cast_s > 0;
+  if (opt) {
+    std::vector<double> u, a, c;
+    for (const auto& x : passes) {
+      u.push_back(x.unscale_s);
+      a.push_back(x.adam_s);
+      c.push_back(x.cast_s);
+    }
+    p.unscale_s = median(std::move(u));
+    p.adam_s = median(std::move(a));
+    p.cast_s = median(std::move(c));
+    p.opt_times = how;
   }
   p.module_times = std::move(how);
   fit_module_rates(p);

@@ -48,6 +48,7 @@ struct HostDeviceProbe {
   std::vector<double> forward_s, backward_s;
   int sessions = 1;
   std::string module_times;  // where forward_s and backward_s come from, in words (the profile's source)
+  std::string opt_times;     // where the optimizer's CPU passes come from (empty: the sessions' mean)
   // The Plan's forward and backward op of each module (micro-step 0, module order), and the model and tokens per
   // micro-batch the cost model prices them at: apply_host_probe's per-role time scales compare the two.
   std::vector<core::Op> forward_ops, backward_ops;
@@ -86,18 +87,18 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
 // between states ~1.6x apart every ~0.1 s and drifts over seconds).
 struct ModulePass {
   std::vector<double> forward_s, backward_s;  // module order
+  double unscale_s = 0, adam_s = 0, cast_s = 0;  // the optimizer's CPU passes (0: not timed)
 };
 class ModuleTimer {
  public:
-  static core::Result<std::unique_ptr<ModuleTimer>> create(const core::ModelSpec& m, const core::Strategy& s);
+  // With `plan`, a pass also times the optimizer's CPU passes at the Plan's largest CPU-updated group on
+  // cpu_threads threads (0: every CPU), as probe_host_device does, if the Plan updates any on the CPU.
+  static core::Result<std::unique_ptr<ModuleTimer>> create(const core::ModelSpec& m, const core::Strategy& s,
+                                                           const core::Plan* plan = nullptr, int cpu_threads = 0);
   ~ModuleTimer();
   size_t modules() const;
   void pass(std::vector<double>& forward_s, std::vector<double>& backward_s);
-  ModulePass pass() {
-    ModulePass x;
-    pass(x.forward_s, x.backward_s);
-    return x;
-  }
+  ModulePass pass();
 
  private:
   struct Impl;
@@ -107,8 +108,9 @@ class ModuleTimer {
 
 // `p` with each module's forward and backward time the median over `passes` (ModuleTimer::pass of the same model and
 // strategy; of an even count the mean of the middle two), the two rates and the backward ratio refitted to them;
-// `how` names the passes in the profile's source.
-// The other figures (copies, wake-up, the optimizer's passes, swaps) stay the sessions'.
+// `how` names the passes in the profile's source. Where p timed the optimizer's CPU passes and every pass did too,
+// each of those is the median over the passes as well. The other figures (copies, wake-up, swaps) stay the
+// sessions'.
 core::Result<HostDeviceProbe> with_module_times(HostDeviceProbe p, const std::vector<ModulePass>& passes,
                                                 std::string how);
 

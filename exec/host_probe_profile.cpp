@@ -173,6 +173,10 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   char pool[96] = "";
   if (p.pool_wake_s > 0 && p.stream_wake_s > 0)
     std::snprintf(pool, sizeof pool, " and CPU Adam's pool workers asleep join %.0f us late", p.pool_wake_s * 1e6);
+  // The optimizer's CPU passes sampled with the module times, or from the sessions with the swaps.
+  const std::string rest = p.opt_elements > 0 && !p.opt_times.empty()
+                               ? "the optimizer's CPU passes: the same passes; the swaps"
+                               : "the optimizer's CPU passes and swaps";
   char src[2800];
   std::snprintf(
       src, sizeof src,
@@ -181,10 +185,10 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
       "after the per-role time scales%s), "
       "backward %.2fx "
       "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s (%s)%s%s "
-      "(module times: %s; the optimizer's CPU passes and swaps: the mean of %d sessions)",
+      "(module times: %s; %s: the mean of %d sessions)",
       h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
       100 * rms_after, roles.c_str(), p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6,
-      p.stream_wake_s * 1e6, pool, p.wakes_from.c_str(), opt, nv, p.module_times.c_str(), p.sessions);
+      p.stream_wake_s * 1e6, pool, p.wakes_from.c_str(), opt, nv, p.module_times.c_str(), rest.c_str(), p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

@@ -39,17 +39,22 @@ PY
   || { err "nvme train rc=$?"; cat "$tmp/n"; }
 grep -q "nvme [1-9]" "$tmp/n" || err "nvme run shows no NVMe bytes"
 
-# The host device's profile: written before training, then again after it with each module's time the median of
-# the passes run after the steps; `simulate` reads it and `compare` holds it against the run's trace.
+# The host device's profile: written before training, then again after it with each module's time and the
+# optimizer's CPU passes the median of the passes run after the steps, and the wake-ups the run's own; `simulate`
+# reads it and `compare` holds it against the run's trace.
 "$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 4 --write-device-profile "$tmp/dev.json" \
   --trace "$tmp/dt.json" >"$tmp/d" 2>&1 || { err "device profile rc=$?"; cat "$tmp/d"; }
 grep -q "^host device (before training)" "$tmp/d" \
-  && grep -q "^host device (after training, each module the median of the passes" "$tmp/d" \
+  && grep -q "^host device (after training, each module and the optimizer's CPU passes the median of the passes" "$tmp/d" \
+  && grep -q -E "wake-ups: stream [0-9.]+ us, CPU pool [0-9.]+ us \(the trimmed mean of [0-9]+ hand-offs to a sleeping stream" "$tmp/d" \
   || err "device profile lines: $(grep "^host device" "$tmp/d")"
 python3 - "$tmp/dev.json" <<'PY' || err "device profile contents"
 import json, sys
 h = json.load(open(sys.argv[1]))
 assert "the median of 3 passes, one after each step from step 1 on" in h["source"], h["source"]
+assert "the optimizer's CPU passes: the same passes; the swaps: the mean of 2 sessions" in h["source"], h["source"]
+m = h["measured"]
+assert 0 < m["stream_wake_latency_us"] < 1e5 and m["cpu_adam_params_per_s"] > 0, m
 roles = set(h["measured"]["module_time_scale"])
 assert {"qkv", "mlp_in", "norm", "head"} <= roles, roles
 PY

@@ -345,6 +345,40 @@ TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's
   CHECK(*back->measured.cpu_cast_GBps == Approx(*h.measured.cpu_cast_GBps).epsilon(1e-12));
   fs::remove(p);
 
+  // Sampled through a run: a timer given the Plan times the three passes after the modules, at the same group on
+  // the same threads, and each is the median over the passes (here x1, x4, x2 of a real pass: x2).
+  auto timer = exec::ModuleTimer::create(*m, *s, &plan, 2);
+  REQUIRE(timer.ok());
+  const exec::ModulePass real = (*timer)->pass();
+  CHECK(real.unscale_s > static_cast<double>(hp->unscale_bytes) / 1e13);
+  CHECK(real.adam_s > static_cast<double>(group) / 1e12);
+  CHECK(real.cast_s > static_cast<double>(hp->cast_bytes) / 1e13);
+  auto times = [&](double f) {
+    exec::ModulePass x = real;
+    x.unscale_s *= f;
+    x.adam_s *= f;
+    x.cast_s *= f;
+    return x;
+  };
+  auto sampled = exec::with_module_times(*hp, {times(1), times(4), times(2)}, "three passes");
+  REQUIRE(sampled.ok());
+  CHECK(sampled->unscale_s == Approx(2 * real.unscale_s).epsilon(1e-12));
+  CHECK(sampled->adam_s == Approx(2 * real.adam_s).epsilon(1e-12));
+  CHECK(sampled->cast_s == Approx(2 * real.cast_s).epsilon(1e-12));
+  CHECK(exec::apply_host_probe(*hw, *sampled).source.find("the optimizer's CPU passes: the same passes; the swaps") !=
+        std::string::npos);
+  // Passes without them (a timer not given the Plan) leave the sessions' figures.
+  auto plain_timer = exec::ModuleTimer::create(*m, *s);
+  REQUIRE(plain_timer.ok());
+  const exec::ModulePass plain = (*plain_timer)->pass();
+  CHECK(plain.adam_s == 0);
+  auto kept = exec::with_module_times(*hp, {plain, times(3)}, "two passes");
+  REQUIRE(kept.ok());
+  CHECK(kept->adam_s == hp->adam_s);
+  CHECK(kept->opt_times.empty());
+  CHECK(exec::apply_host_probe(*hw, *kept).source.find("the optimizer's CPU passes and swaps: the mean") !=
+        std::string::npos);
+
   // A second session: each pass the mean of the two sessions' times (they drift with the machine, the run lies
   // between them), not the faster. With the first session 1000x slower the mean lies within (1/2, 1) of it; the
   // faster session would stand near a thousandth. (1000x, not 10x: a second session slowed 13x by a busy disk or
