@@ -240,12 +240,15 @@ void run_train(const Opts& o, int& exit_code) {
   // The wake-ups: the run's own hand-offs to a sleeping stream and CPU Adam's pool wake-ups in those steps (where
   // a woken thread lands decides them, ~10 or ~50 us here, and a probe's one stream pair holds one of the two).
   std::vector<double> handoffs, pool_wakes;
+  std::vector<exec::RunSwap> swaps;  // and its NVMe swaps: the sessions' 8 of each kind miss the run's by up to 2x
   auto write_device_profile = [&](const exec::HostDeviceProbe* earlier, const std::vector<exec::ModulePass>& around,
                                   const std::string& how) -> bool {
     auto hp = exec::probe_host_device(in->model, in->strategy, check, earlier, adam_threads);
     if (hp && !around.empty()) hp = exec::with_module_times(std::move(*hp), around, how);
-    if (hp && earlier)
+    if (hp && earlier) {
       hp = exec::with_run_wakes(std::move(*hp), handoffs, pool_wakes, "the steps the trace's step is chosen from");
+      hp = exec::with_run_swaps(std::move(*hp), in->hardware, swaps, "the steps the trace's step is chosen from");
+    }
     if (!hp) {
       fail(hp.error().message, exit_code_for(hp.error()));
       return false;
@@ -260,7 +263,7 @@ void run_train(const Opts& o, int& exit_code) {
     if (!o.json) {
       char mb[64] = "folded into the GEMM rate";
       if (hp->mem_bound_Bps < 1e14) std::snprintf(mb, sizeof mb, "%.2f GB/s", hp->mem_bound_Bps / 1e9);
-      char opt[320] = "";
+      char opt[640] = "";
       if (prof.measured.cpu_pass_GBps && prof.measured.cpu_cast_GBps)  // the optimizer's CPU passes were timed
         std::snprintf(opt, sizeof opt, "; CPU Adam %.3g params/s, unscale %.1f GB/s, cast %.1f GB/s",
                       *prof.measured.cpu_adam_params_per_s, *prof.measured.cpu_pass_GBps,
@@ -273,6 +276,8 @@ void run_train(const Opts& o, int& exit_code) {
       }
       if (!idle.empty()) {
         idle = "; NVMe swap after an idle path " + idle;
+        if (!hp->swaps_from.empty())
+          idle += "; the sessions' swaps scaled to the run's: " + hp->swaps_from.substr(hp->swaps_from.find(": ") + 2);
         std::strncat(opt, idle.c_str(), sizeof opt - std::strlen(opt) - 1);
       }
       std::printf(
@@ -380,6 +385,7 @@ void run_train(const Opts& o, int& exit_code) {
           const double spin_s = std::chrono::duration<double>(exec::kSpinBudget).count();
           for (double h : exec::sleeping_stream_handoffs(e.plan(), t, spin_s)) handoffs.push_back(h);
           for (double w : pool_wake_now) pool_wakes.push_back(w);
+          for (const auto& x : exec::run_swaps(e.plan(), t)) swaps.push_back(x);
         }
         if (want_trace) traces.push_back(std::move(t));
       }

@@ -69,6 +69,10 @@ struct HostDeviceProbe {
   // A swap of the larger of the run's largest and 8 MiB after the path rested 3, 30 and 300 ms, over one at once
   // (measure_nvme_idle, 5 rounds; merged: the mean of the sessions' figures): (idle s, extra s).
   std::vector<std::pair<double, double>> nvme_idle;
+  // The sessions' swap lines scaled to the run's own swaps (with_run_swaps; 1: as the sessions measured them): the
+  // reads' and the writes' latency and time per byte, and the extra of the first swap after an idle path.
+  double swap_scale_read = 1, swap_scale_write = 1, swap_scale_idle = 1;
+  std::string swaps_from;  // in words (the profile's source); empty: not scaled
 };
 
 // With `earlier` (a probe of the same model and strategy, e.g. from before a training run): each module's time is
@@ -133,13 +137,36 @@ HostDeviceProbe with_run_wakes(HostDeviceProbe p, const std::vector<double>& han
 // The mean of `v` without its lowest and highest tenth (rounded down), 0 if empty.
 double trimmed_mean(std::vector<double> v);
 
+// One NVMe swap of an executed step as the simulator prices it (sim/executor.cpp): read or write, its bytes, how
+// long it took, its data's age (since this step's last write of its tensors, else since the step's start) and how
+// long the path had rested (since the last swap's end, else since the step's start).
+struct RunSwap {
+  bool read = false;
+  int64_t bytes = 0;
+  double took_s = 0, age_s = 0, idle_s = 0;
+};
+// The swaps of one step's trace (events by op id) that ran alone, in start order: one that shared the path with
+// another took what the sharing left it, which a swap line alone does not price.
+std::vector<RunSwap> run_swaps(const core::Plan& plan, const core::Trace& t);
+
+// `p` with its swap lines scaled to the run's own `swaps` (run_swaps over the steps `steps` names). The two
+// sessions around a run time 8 swaps of each kind, and on this VM's disk they put a 482 KB read at 0.34-0.89 ms
+// while the run's took 0.38-0.48 ms in every step (docs/VALIDATION.md "The run's own swaps"). Per direction, over
+// the swaps that did not follow an idle path (its extra under a quarter of the line's time), the scale is Σ measured
+// over Σ priced (by `base` with p's figures: apply_host_probe), the tenth with the lowest and the tenth with the
+// highest ratio left out; then the idle extra's scale, from the others, is Σ (measured − the scaled line) over
+// Σ priced extra, in [0, 5]. Fewer than kMinWakeSamples swaps leave a scale at 1; without the sessions' lines
+// (p.nvme_large 0) nothing changes.
+HostDeviceProbe with_run_swaps(HostDeviceProbe p, const core::Hardware& base, const std::vector<RunSwap>& swaps,
+                               const std::string& steps);
+
 // `base` with, per module role, the modules' measured time over what the cost model then prices them at (forward;
 // backward), measured.module_time_scale; and the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1),
 // HBM = the fitted bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the
 // measured one), PCIe = the copy bandwidth and its fixed cost (measured.pcie_latency_us); with the optimizer's passes,
 // CPU Adam = their Adam rate, cpu_pass_GBps = the unscale's bytes over its time and cpu_cast_GBps the cast's; with the
-// swaps, the NVMe lines (settled and at once) through the two sizes, fitted at the ds_config's aio settings; name and
-// source say so.
+// swaps, the NVMe lines (settled and at once) through the two sizes, fitted at the ds_config's aio settings and
+// scaled by p.swap_scale_*; name and source say so.
 core::Hardware apply_host_probe(core::Hardware base, const HostDeviceProbe& p);
 
 // The RMS relative error, over the modules, of the forward times `h`'s cost model prices against the measured ones

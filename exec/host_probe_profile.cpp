@@ -78,6 +78,104 @@ HostDeviceProbe with_run_wakes(HostDeviceProbe p, const std::vector<double>& han
   return p;
 }
 
+std::vector<RunSwap> run_swaps(const core::Plan& plan, const core::Trace& t) {
+  const size_t n = plan.ops.size();
+  std::vector<const core::TraceEvent*> ev(n, nullptr);
+  for (const auto& e : t.events)
+    if (e.op < n && !ev[e.op]) ev[e.op] = &e;
+  std::vector<size_t> sw;  // the swaps' op ids, in start order
+  for (size_t i = 0; i < n; ++i) {
+    const core::Op& op = plan.ops[i];
+    if ((op.kind == core::OpKind::nvme_read || op.kind == core::OpKind::nvme_write) && op.bytes > 0 && ev[i])
+      sw.push_back(i);
+  }
+  std::stable_sort(sw.begin(), sw.end(), [&](size_t a, size_t b) { return ev[a]->start_s < ev[b]->start_s; });
+  auto tensors_meet = [](const core::Op& a, const core::Op& b) {
+    return a.tensor >= 0 && b.tensor >= 0 && a.tensor < b.tensor + std::max(b.tensor_count, 1) &&
+           b.tensor < a.tensor + std::max(a.tensor_count, 1);
+  };
+  std::vector<RunSwap> out;
+  for (size_t i : sw) {
+    const core::Op& op = plan.ops[i];
+    const core::TraceEvent& e = *ev[i];
+    bool alone = true;
+    double rested_since = 0, written = -1;  // the step's start; none this step
+    for (size_t k : sw) {
+      if (k == i) continue;
+      const core::TraceEvent& o = *ev[k];
+      if (o.start_s < e.end_s && o.end_s > e.start_s) {
+        alone = false;
+        break;
+      }
+      if (o.end_s > e.start_s) continue;
+      rested_since = std::max(rested_since, o.end_s);
+      if (plan.ops[k].kind == core::OpKind::nvme_write && tensors_meet(op, plan.ops[k]))
+        written = std::max(written, o.end_s);
+    }
+    if (!alone) continue;
+    out.push_back({op.kind == core::OpKind::nvme_read, op.bytes, e.end_s - e.start_s,
+                   written >= 0 ? e.start_s - written : e.start_s, e.start_s - rested_since});
+  }
+  return out;
+}
+
+HostDeviceProbe with_run_swaps(HostDeviceProbe p, const core::Hardware& base, const std::vector<RunSwap>& swaps,
+                               const std::string& steps) {
+  if (p.nvme_large <= 0) return p;
+  p.swap_scale_read = p.swap_scale_write = p.swap_scale_idle = 1;
+  p.swaps_from.clear();
+  const core::CostModel c = core::cost_model_for(apply_host_probe(base, p), core::Precision::bf16);
+  struct Priced {
+    int dir;  // 0 write, 1 read
+    double took, line, extra;
+  };
+  std::vector<Priced> steady[2], after_rest;
+  for (const auto& s : swaps) {
+    const double line = core::nvme_swap_time_s(c, s.read, s.bytes, s.age_s);
+    const double extra = core::nvme_idle_extra_s(c, s.idle_s);
+    if (s.took_s <= 0 || line <= 0) continue;
+    const Priced x{s.read ? 1 : 0, s.took_s, line, extra};
+    (extra < 0.25 * line ? steady[x.dir] : after_rest).push_back(x);
+  }
+  // Σ num over Σ den of the samples between the lowest and the highest tenth of num / den.
+  auto trimmed_ratio = [](std::vector<std::pair<double, double>> v) {
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first * b.second < b.first * a.second; });
+    const size_t cut = v.size() / 10;
+    double num = 0, den = 0;
+    for (size_t i = cut; i < v.size() - cut; ++i) {
+      num += v[i].first;
+      den += v[i].second;
+    }
+    return den > 0 ? num / den : 1.0;
+  };
+  double scale[2] = {1, 1};
+  for (int d = 0; d < 2; ++d) {
+    if (steady[d].size() < kMinWakeSamples) continue;
+    std::vector<std::pair<double, double>> v;
+    for (const auto& x : steady[d]) v.emplace_back(x.took - x.extra, x.line);
+    scale[d] = std::clamp(trimmed_ratio(std::move(v)), 0.05, 20.0);
+  }
+  if (after_rest.size() >= kMinWakeSamples) {
+    std::vector<std::pair<double, double>> v;
+    for (const auto& x : after_rest) v.emplace_back(x.took - scale[x.dir] * x.line, x.extra);
+    p.swap_scale_idle = std::clamp(trimmed_ratio(std::move(v)), 0.0, 5.0);
+  }
+  p.swap_scale_write = scale[0];
+  p.swap_scale_read = scale[1];
+  auto said = [](const char* what, double x, size_t n) {
+    char b[96];
+    if (n < kMinWakeSamples)
+      std::snprintf(b, sizeof b, "%s as measured (%zu swaps)", what, n);
+    else
+      std::snprintf(b, sizeof b, "%s x%.2f (%zu swaps)", what, x, n);
+    return std::string(b);
+  };
+  p.swaps_from = "scaled to the run's own swaps that ran alone in " + steps + ": " +
+                 said("reads", scale[1], steady[1].size()) + ", " + said("writes", scale[0], steady[0].size()) + ", " +
+                 said("the extra after an idle path", p.swap_scale_idle, after_rest.size());
+  return p;
+}
+
 core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   const double tflops = p.gemm_flops_per_s / 1e12;
   h.gpu.peak_tflops_fp16 = h.gpu.peak_tflops_bf16 = h.gpu.peak_tflops_fp32 = tflops;
@@ -127,21 +225,23 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
                   *h.measured.cpu_adam_params_per_s, *h.measured.cpu_pass_GBps, *h.measured.cpu_cast_GBps,
                   static_cast<long long>(p.opt_elements), p.opt_threads);
   }
-  char nv[512] = "";
+  char nv[1024] = "";
   if (p.nvme_large > 0) {
     auto& ms = h.measured;
     const SwapLine r = fit_swap_line(p.nvme_small, p.read_small_s[0], p.nvme_large, p.read_large_s[0]);
     const SwapLine w = fit_swap_line(p.nvme_small, p.write_small_s[0], p.nvme_large, p.write_large_s[0]);
     const SwapLine rh = fit_swap_line(p.nvme_small, p.read_small_s[1], p.nvme_large, p.read_large_s[1]);
     const SwapLine wh = fit_swap_line(p.nvme_small, p.write_small_s[1], p.nvme_large, p.write_large_s[1]);
-    ms.nvme_read_GBps = r.rate_Bps / 1e9;
-    ms.nvme_read_latency_us = r.latency_s * 1e6;
-    ms.nvme_write_GBps = w.rate_Bps / 1e9;
-    ms.nvme_write_latency_us = w.latency_s * 1e6;
-    ms.nvme_hot_read_GBps = rh.rate_Bps / 1e9;
-    ms.nvme_hot_read_latency_us = rh.latency_s * 1e6;
-    ms.nvme_hot_write_GBps = wh.rate_Bps / 1e9;
-    ms.nvme_hot_write_latency_us = wh.latency_s * 1e6;
+    // A scale stretches a line's latency and its time per byte alike (with_run_swaps).
+    const double sr = p.swap_scale_read, sw = p.swap_scale_write;
+    ms.nvme_read_GBps = r.rate_Bps / 1e9 / sr;
+    ms.nvme_read_latency_us = r.latency_s * 1e6 * sr;
+    ms.nvme_write_GBps = w.rate_Bps / 1e9 / sw;
+    ms.nvme_write_latency_us = w.latency_s * 1e6 * sw;
+    ms.nvme_hot_read_GBps = rh.rate_Bps / 1e9 / sr;
+    ms.nvme_hot_read_latency_us = rh.latency_s * 1e6 * sr;
+    ms.nvme_hot_write_GBps = wh.rate_Bps / 1e9 / sw;
+    ms.nvme_hot_write_latency_us = wh.latency_s * 1e6 * sw;
     ms.nvme_settle_s = kNvmeSettleS;
     ms.aio_block_size = p.aio_block_size;  // the lines are the ds_config's own: core::apply_aio scales by 1
     ms.aio_queue_depth = p.aio_queue_depth;
@@ -154,15 +254,17 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
     ms.nvme_idle_wake.clear();
     std::string idle = "; the first after an idle path";
     for (const auto& [s, x] : p.nvme_idle) {
-      ms.nvme_idle_wake.push_back({s * 1e3, x * 1e6});
+      ms.nvme_idle_wake.push_back({s * 1e3, x * 1e6 * p.swap_scale_idle});
       char b[64];
       std::snprintf(b, sizeof b, " +%.0f us after %.0f ms,", x * 1e6, s * 1e3);
       idle += b;
     }
-    if (!p.nvme_idle.empty()) {
+    if (!p.nvme_idle.empty())
       idle.pop_back();
-      std::strncat(nv, idle.c_str(), sizeof nv - std::strlen(nv) - 1);
-    }
+    else
+      idle.clear();
+    if (!p.swaps_from.empty()) idle += "; the sessions' swaps " + p.swaps_from;
+    std::strncat(nv, idle.c_str(), sizeof nv - std::strlen(nv) - 1);
   }
   std::string roles;  // the per-role scales
   for (const auto& x : h.measured.module_time_scale) {
@@ -177,7 +279,7 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   const std::string rest = p.opt_elements > 0 && !p.opt_times.empty()
                                ? "the optimizer's CPU passes: the same passes; the swaps"
                                : "the optimizer's CPU passes and swaps";
-  char src[2800];
+  char src[3400];
   std::snprintf(
       src, sizeof src,
       "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "

@@ -35,9 +35,14 @@ PY
 [ -f "$tmp/ck/latest" ] && [ -f "$tmp/ck/$(cat "$tmp/ck/latest")/manifest.json" ] || err "checkpoint layout"
 
 # ZeRO-Infinity on NVMe (paths under /tmp).
-"$bin" train --model tiny --hardware ci-2core --ds-config "$root/tests/data/engine/tiny-zero3-nvme.json" --steps 2 >"$tmp/n" 2>&1 \
-  || { err "nvme train rc=$?"; cat "$tmp/n"; }
+# With the host device's profile: the sessions' swap lines scaled to the run's own swaps (6 steps after the first).
+"$bin" train --model tiny --hardware ci-2core --ds-config "$root/tests/data/engine/tiny-zero3-nvme.json" --steps 7 \
+  --write-device-profile "$tmp/devn.json" >"$tmp/n" 2>&1 || { err "nvme train rc=$?"; cat "$tmp/n"; }
 grep -q "nvme [1-9]" "$tmp/n" || err "nvme run shows no NVMe bytes"
+grep -q -E "the sessions' swaps scaled to the run's: reads x[0-9.]+ \([0-9]+ swaps\), writes x[0-9.]+ \([0-9]+ swaps\)" \
+  "$tmp/n" || err "nvme device profile line: $(grep "^host device (after" "$tmp/n")"
+grep -q "scaled to the run's own swaps that ran alone in the steps the trace's step is chosen from" "$tmp/devn.json" \
+  || err "nvme device profile's source: $(grep -o 'NVMe swaps[^(]*' "$tmp/devn.json")"
 
 # The host device's profile: written before training, then again after it with each module's time and the
 # optimizer's CPU passes the median of the passes run after the steps, and the wake-ups the run's own; `simulate`

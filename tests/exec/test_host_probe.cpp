@@ -48,6 +48,19 @@ HostProbeCase host_probe_case(const std::string& zero) {
   core::Plan plan = core::make_plan(*m, *hw, *s);
   return {*m, *hw, *s, std::move(plan)};
 }
+
+// Appends `op` to the plan, as op number plan.ops.size(), and its event, start_us to end_us, to the step's trace.
+void add_traced_op(core::Plan& plan, core::Trace& t, core::Op op, double start_us, double end_us) {
+  op.id = static_cast<uint32_t>(plan.ops.size());
+  core::TraceEvent e;
+  e.op = op.id;
+  e.stream = op.stream;
+  e.kind = op.kind;
+  e.start_s = start_us * 1e-6;
+  e.end_s = end_us * 1e-6;
+  plan.ops.push_back(std::move(op));
+  t.events.push_back(e);
+}
 }  // namespace
 
 TEST_CASE("the host device's probe: rates from the module forwards, one backward/forward ratio, into the profile",
@@ -233,20 +246,12 @@ TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's 
       {Stream::comm, OpKind::allreduce, {2}, 1160, 1170},   // 7: comm waited 130 us < 200 us: still polling
       {Stream::comm, OpKind::allgather, {6}, 1400, 1410},   // 8: waited 230 us for op 6, started at once: 0
   };
-  for (size_t i = 0; i < ops.size(); ++i) {
+  for (const auto& o : ops) {
     core::Op op;
-    op.id = static_cast<uint32_t>(i);
-    op.stream = ops[i].st;
-    op.kind = ops[i].k;
-    op.deps = ops[i].deps;
-    plan.ops.push_back(op);
-    core::TraceEvent e;
-    e.op = op.id;
-    e.stream = op.stream;
-    e.kind = op.kind;
-    e.start_s = ops[i].s * 1e-6;
-    e.end_s = ops[i].e * 1e-6;
-    t.events.push_back(e);
+    op.stream = o.st;
+    op.kind = o.k;
+    op.deps = o.deps;
+    add_traced_op(plan, t, op, o.s, o.e);
   }
   const auto h = exec::sleeping_stream_handoffs(plan, t, 200e-6);
   REQUIRE(h.size() == 4);
@@ -290,6 +295,99 @@ TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's 
   CHECK(*h1.measured.stream_wake_latency_us == Approx(6.875));
   CHECK(h1.source.find("pool workers asleep join 50 us late (the trimmed mean of 10") != std::string::npos);
   CHECK_FALSE(exec::apply_host_probe(*core::load_hardware("ci-2core"), p).measured.cpu_pool_wake_us.has_value());
+}
+
+TEST_CASE("the run's own swaps: which ran alone, their age and rest, and the sessions' lines scaled to them",
+          "[exec][probe][nvme]") {
+  using core::OpKind;
+  core::Plan plan;
+  core::Trace t;
+  struct O {
+    OpKind k;
+    int64_t bytes;
+    int32_t tensor;
+    double s, e;  // us
+  };
+  const std::vector<O> ops = {
+      {OpKind::forward, 0, -1, 0, 900},           // 0: not a swap
+      {OpKind::nvme_write, 1000, 0, 1000, 1500},  // 1: rested 1 ms (the step's start); tensor 0 unwritten: age 1 ms
+      {OpKind::nvme_read, 1000, 0, 1600, 2000},   // 2: rested 100 us; tensor 0 written at 1500: age 100 us
+      {OpKind::nvme_read, 1000, 1, 2000, 2300},   // 3: right behind op 2; tensor 1 unwritten: age 2 ms
+      {OpKind::nvme_read, 1000, 2, 3000, 3500},   // 4: shares the path with op 5: left out
+      {OpKind::nvme_write, 1000, 3, 3200, 3400},  // 5: left out
+      {OpKind::nvme_read, 0, 3, 3600, 3600},      // 6: no bytes
+      {OpKind::nvme_read, 1000, 3, 4000, 4200},   // 7: rested 500 us; tensor 3 written at 3400: age 600 us
+  };
+  for (const auto& o : ops) {
+    core::Op op;
+    op.kind = o.k;
+    op.bytes = o.bytes;
+    op.tensor = o.tensor;
+    add_traced_op(plan, t, op, o.s, o.e);
+  }
+  std::reverse(t.events.begin(), t.events.end());  // matched by op id, taken in start order
+  const auto v = exec::run_swaps(plan, t);
+  REQUIRE(v.size() == 4);
+  const std::vector<std::array<double, 4>> want = {
+      {0, 500, 1000, 1000}, {1, 400, 100, 100}, {1, 300, 2000, 0}, {1, 200, 600, 500}};  // read, took, age, rested
+  for (size_t i = 0; i < v.size(); ++i) {
+    INFO("swap " << i);
+    CHECK(v[i].read == (want[i][0] == 1));
+    CHECK(v[i].bytes == 1000);
+    CHECK(v[i].took_s == Approx(want[i][1] * 1e-6).epsilon(1e-9));
+    CHECK(v[i].age_s == Approx(want[i][2] * 1e-6).epsilon(1e-9));
+    CHECK(v[i].idle_s == Approx(want[i][3] * 1e-6).margin(1e-12));
+  }
+
+  // Session lines, settled and at once alike: read 100 us + bytes at 1 GB/s, write 50 us + bytes at 2 GB/s; after an
+  // idle path +100, +200, +400 us.
+  exec::HostDeviceProbe p;
+  p.nvme_small = 100000;
+  p.nvme_large = 1000000;
+  p.aio_block_size = 1048576;
+  p.aio_queue_depth = 8;
+  for (int hot = 0; hot < 2; ++hot) {
+    p.read_small_s[hot] = 200e-6;
+    p.read_large_s[hot] = 1100e-6;
+    p.write_small_s[hot] = 100e-6;
+    p.write_large_s[hot] = 550e-6;
+  }
+  p.nvme_idle = {{3e-3, 100e-6}, {30e-3, 200e-6}, {300e-3, 400e-6}};
+  const core::Hardware base = *core::load_hardware("ci-2core");
+  // The run: 1 MB reads at twice the line, and one 100x slower (the trimmed tenth); writes at half the line; writes
+  // after a 30 ms rest at half the line + three times the extra.
+  std::vector<exec::RunSwap> run;
+  for (int i = 0; i < 10; ++i) run.push_back({true, 1000000, 2 * 1100e-6, 0.1, 0});
+  run.push_back({true, 1000000, 100 * 1100e-6, 0.1, 0});
+  for (int i = 0; i < 10; ++i) run.push_back({false, 1000000, 0.5 * 550e-6, 0.1, 0});
+  for (int i = 0; i < 6; ++i) run.push_back({false, 1000000, 0.5 * 550e-6 + 3 * 200e-6, 0.1, 30e-3});
+  const auto q = exec::with_run_swaps(p, base, run, "steps 1-9");
+  CHECK(q.swap_scale_read == Approx(2).epsilon(1e-9));
+  CHECK(q.swap_scale_write == Approx(0.5).epsilon(1e-9));
+  CHECK(q.swap_scale_idle == Approx(3).epsilon(1e-9));
+  CHECK(q.swaps_from ==
+        "scaled to the run's own swaps that ran alone in steps 1-9: reads x2.00 (11 swaps), writes "
+        "x0.50 (10 swaps), the extra after an idle path x3.00 (6 swaps)");
+  const core::Hardware h = exec::apply_host_probe(base, q);
+  CHECK(*h.measured.nvme_read_latency_us == Approx(200));
+  CHECK(*h.measured.nvme_read_GBps == Approx(0.5));
+  CHECK(*h.measured.nvme_hot_read_latency_us == Approx(200));
+  CHECK(*h.measured.nvme_write_latency_us == Approx(25));
+  CHECK(*h.measured.nvme_hot_write_GBps == Approx(4));
+  REQUIRE(h.measured.nvme_idle_wake.size() == 3);
+  CHECK(h.measured.nvme_idle_wake[2].extra_us == Approx(1200));
+  CHECK(h.source.find("the sessions' swaps scaled to the run's own swaps") != std::string::npos);
+  const core::CostModel c = core::cost_model_for(h, core::Precision::bf16);  // the simulator prices the run's swaps
+  CHECK(core::nvme_swap_time_s(c, true, 1000000, 0.1) == Approx(2200e-6).epsilon(1e-6));
+  CHECK(core::nvme_swap_time_s(c, false, 1000000, 0.1) + core::nvme_idle_extra_s(c, 30e-3) ==
+        Approx(0.5 * 550e-6 + 3 * 200e-6).epsilon(1e-6));
+  // Too few of a kind leave its scale at 1; without the sessions' swaps nothing changes.
+  const auto few = exec::with_run_swaps(p, base, {run.begin(), run.begin() + 4}, "x");
+  CHECK(few.swap_scale_read == 1);
+  CHECK(few.swaps_from.find("reads as measured (4 swaps), writes as measured (0 swaps)") != std::string::npos);
+  exec::HostDeviceProbe none;
+  CHECK(exec::with_run_swaps(none, base, run, "x").swaps_from.empty());
+  CHECK(exec::apply_host_probe(base, p).measured.nvme_read_latency_us == Approx(100));
 }
 
 TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's group, into the profile",
