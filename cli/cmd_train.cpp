@@ -241,6 +241,8 @@ void run_train(const Opts& o, int& exit_code) {
   // a woken thread lands decides them, ~10 or ~50 us here, and a probe's one stream pair holds one of the two).
   std::vector<double> handoffs, pool_wakes;
   std::vector<exec::RunSwap> swaps;  // and its NVMe swaps: the sessions' 8 of each kind miss the run's by up to 2x
+  std::vector<exec::RunCpuOp> cpu_ops;  // and its CPU ops: the passes between the steps ran 7-40% slower
+  std::vector<exec::RunCopy> copies;    // and its copies: a copy of what the CPU just wrote runs 2x the probe's
   auto write_device_profile = [&](const exec::HostDeviceProbe* earlier, const std::vector<exec::ModulePass>& around,
                                   const std::string& how) -> bool {
     auto hp = exec::probe_host_device(in->model, in->strategy, check, earlier, adam_threads);
@@ -248,6 +250,8 @@ void run_train(const Opts& o, int& exit_code) {
     if (hp && earlier) {
       hp = exec::with_run_wakes(std::move(*hp), handoffs, pool_wakes, "the steps the trace's step is chosen from");
       hp = exec::with_run_swaps(std::move(*hp), in->hardware, swaps, "the steps the trace's step is chosen from");
+      hp = exec::with_run_cpu_ops(std::move(*hp), in->hardware, cpu_ops, "the steps the trace's step is chosen from");
+      hp = exec::with_run_copies(std::move(*hp), copies, "the steps the trace's step is chosen from");
     }
     if (!hp) {
       fail(hp.error().message, exit_code_for(hp.error()));
@@ -265,9 +269,11 @@ void run_train(const Opts& o, int& exit_code) {
       if (hp->mem_bound_Bps < 1e14) std::snprintf(mb, sizeof mb, "%.2f GB/s", hp->mem_bound_Bps / 1e9);
       char opt[640] = "";
       if (prof.measured.cpu_pass_GBps && prof.measured.cpu_cast_GBps)  // the optimizer's CPU passes were timed
-        std::snprintf(opt, sizeof opt, "; CPU Adam %.3g params/s, unscale %.1f GB/s, cast %.1f GB/s",
-                      *prof.measured.cpu_adam_params_per_s, *prof.measured.cpu_pass_GBps,
-                      *prof.measured.cpu_cast_GBps);
+        std::snprintf(
+            opt, sizeof opt, "; CPU Adam %.3g params/s, unscale %.1f GB/s, cast %.1f GB/s%s%s",
+            *prof.measured.cpu_adam_params_per_s, *prof.measured.cpu_pass_GBps, *prof.measured.cpu_cast_GBps,
+            hp->cpu_ops_from.empty() ? "" : " (the passes scaled to the run's: ",
+            hp->cpu_ops_from.empty() ? "" : (hp->cpu_ops_from.substr(hp->cpu_ops_from.find(": ") + 2) + ")").c_str());
       std::string idle;  // the first NVMe swap after the path rested
       for (const auto& w : prof.measured.nvme_idle_wake) {
         char b[64];
@@ -281,14 +287,18 @@ void run_train(const Opts& o, int& exit_code) {
         std::strncat(opt, idle.c_str(), sizeof opt - std::strlen(opt) - 1);
       }
       std::printf(
-          "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s "
+          "host device (%s): GEMM %.2f GFLOP/s, memory-bound work %s, backward %.2fx forward, copies %.2f GB/s%s "
           "(fit rms %.0f%%, %.0f%% after the per-role time scales), wake-ups: stream %.1f us, CPU pool %.1f us "
           "(%s)%s -> %s\n",
           earlier ? "after training, each module and the optimizer's CPU passes the median of the passes between the "
-                    "steps, the swaps the mean of the sessions"
+                    "steps, the swaps the mean of the sessions, the CPU passes, swaps and copies scaled to the run's "
+                    "own ops"
                   : "before training",
-          hp->gemm_flops_per_s / 1e9, mb, hp->backward_ratio, hp->copy_Bps / 1e9, 100 * hp->fit_rms_rel,
-          100 * exec::role_scaled_fit_rms(prof, *hp), hp->stream_wake_s * 1e6,
+          hp->gemm_flops_per_s / 1e9, mb, hp->backward_ratio, hp->copy_Bps / 1e9,
+          hp->copies_from.empty()
+              ? ""
+              : (" (scaled to the run's: " + hp->copies_from.substr(hp->copies_from.find(": ") + 2) + ")").c_str(),
+          100 * hp->fit_rms_rel, 100 * exec::role_scaled_fit_rms(prof, *hp), hp->stream_wake_s * 1e6,
           (hp->pool_wake_s > 0 ? hp->pool_wake_s : hp->stream_wake_s) * 1e6, hp->wakes_from.c_str(), opt,
           o.device_profile.c_str());
     }
@@ -386,6 +396,8 @@ void run_train(const Opts& o, int& exit_code) {
           for (double h : exec::sleeping_stream_handoffs(e.plan(), t, spin_s)) handoffs.push_back(h);
           for (double w : pool_wake_now) pool_wakes.push_back(w);
           for (const auto& x : exec::run_swaps(e.plan(), t)) swaps.push_back(x);
+          for (const auto& x : exec::run_cpu_ops(e.plan(), t, spin_s)) cpu_ops.push_back(x);
+          for (const auto& x : exec::run_copies(e.plan(), t)) copies.push_back(x);
         }
         if (want_trace) traces.push_back(std::move(t));
       }

@@ -73,6 +73,13 @@ struct HostDeviceProbe {
   // reads' and the writes' latency and time per byte, and the extra of the first swap after an idle path.
   double swap_scale_read = 1, swap_scale_write = 1, swap_scale_idle = 1;
   std::string swaps_from;  // in words (the profile's source); empty: not scaled
+  // The optimizer's CPU passes scaled to the run's own CPU ops (with_run_cpu_ops; 1: as timed): the Adam op's (its
+  // Adam rate and the unscale's) and the cast's.
+  double adam_op_scale = 1, cast_op_scale = 1;
+  std::string cpu_ops_from;  // in words; empty: not scaled
+  // The copy rate scaled to the run's own copies (with_run_copies; 1: as timed): H2D's and D2H's time per byte.
+  double h2d_scale = 1, d2h_scale = 1;
+  std::string copies_from;  // in words; empty: not scaled
 };
 
 // With `earlier` (a probe of the same model and strategy, e.g. from before a training run): each module's time is
@@ -151,22 +158,59 @@ std::vector<RunSwap> run_swaps(const core::Plan& plan, const core::Trace& t);
 
 // `p` with its swap lines scaled to the run's own `swaps` (run_swaps over the steps `steps` names). The two
 // sessions around a run time 8 swaps of each kind, and on this VM's disk they put a 482 KB read at 0.34-0.89 ms
-// while the run's took 0.38-0.48 ms in every step (docs/VALIDATION.md "The run's own swaps"). Per direction, over
-// the swaps that did not follow an idle path (its extra under a quarter of the line's time), the scale is Σ measured
-// over Σ priced (by `base` with p's figures: apply_host_probe), the tenth with the lowest and the tenth with the
-// highest ratio left out; then the idle extra's scale, from the others, is Σ (measured − the scaled line) over
+// while the run's took 0.38-0.48 ms in every step (docs/VALIDATION.md "The run's own swaps, CPU ops and copies"). Per
+// direction, over the swaps that did not follow an idle path (its extra under a quarter of the line's time), the scale
+// is Σ measured over Σ priced (by `base` with p's figures: apply_host_probe), the tenth with the lowest and the tenth
+// with the highest ratio left out; then the idle extra's scale, from the others, is Σ (measured − the scaled line) over
 // Σ priced extra, in [0, 5]. Fewer than kMinWakeSamples swaps leave a scale at 1; without the sessions' lines
 // (p.nvme_large 0) nothing changes.
 HostDeviceProbe with_run_swaps(HostDeviceProbe p, const core::Hardware& base, const std::vector<RunSwap>& swaps,
                                const std::string& steps);
 
+// One of the optimizer's CPU ops (adam_cpu, cast_cpu) of an executed step and CPU Adam's pool around it as the
+// simulator sees it (sim/executor.cpp): a busy run is the CPU ops that follow each other within spin_s; rest_s is
+// the pool's rest before the run's first op (from the end of the last CPU op, else the step's start), after_s how
+// long after that op's start this one began.
+struct RunCpuOp {
+  core::Op op;
+  double took_s = 0, rest_s = 0, after_s = 0;
+};
+// The CPU ops of one step's trace (events by op id), in start order.
+std::vector<RunCpuOp> run_cpu_ops(const core::Plan& plan, const core::Trace& t, double spin_s);
+
+// `p` with the optimizer's CPU passes scaled to the run's own CPU ops (run_cpu_ops over the steps `steps` names).
+// The passes the timer runs after each step, on their own buffers after the module passes, took 7-40% longer than
+// the run's own ops in the same run here (docs/VALIDATION.md "The run's own swaps, CPU ops and copies"). Per kind
+// (Adam, cast), the scale is Σ (measured − the pool's wake-up as the simulator prices it) over Σ priced work (by `base`
+// with p's figures: apply_host_probe), the tenth with the lowest and the tenth with the highest ratio left out. Fewer
+// than kMinWakeSamples ops of a kind leave its scale at 1; without timed passes (p.opt_elements 0) nothing changes.
+HostDeviceProbe with_run_cpu_ops(HostDeviceProbe p, const core::Hardware& base, const std::vector<RunCpuOp>& ops,
+                                 const std::string& steps);
+
+// One H2D or D2H copy of an executed step, from or to page-locked memory, that ran alone (no other copy at the same
+// time: the simulator shares the host's link between them).
+struct RunCopy {
+  bool h2d = false;
+  int64_t bytes = 0;
+  double took_s = 0;
+};
+std::vector<RunCopy> run_copies(const core::Plan& plan, const core::Trace& t);
+
+// `p` with the copy rate scaled, per direction, to the run's own copies (run_copies over the steps `steps` names):
+// Σ (measured − the fixed cost) over Σ bytes at the timed rate, the tenth with the lowest and the tenth with the
+// highest ratio left out. The probe copies 8 MiB out of cache; a step's copy often reads what the CPU has just
+// written (the cast's lp parameters: 241 KB in 17-19 us here, where 8 MiB run at 6-7 GB/s; docs/VALIDATION.md "The
+// run's own swaps, CPU ops and copies"). Fewer than kMinWakeSamples copies of a direction leave its scale at 1.
+HostDeviceProbe with_run_copies(HostDeviceProbe p, const std::vector<RunCopy>& copies, const std::string& steps);
+
 // `base` with, per module role, the modules' measured time over what the cost model then prices them at (forward;
 // backward), measured.module_time_scale; and the GPU's peak TFLOPS = the fitted GEMM rate (measured gemm_efficiency 1),
 // HBM = the fitted bandwidth (÷ the cost model's HBM efficiency for an unknown GPU, so the effective figure is the
-// measured one), PCIe = the copy bandwidth and its fixed cost (measured.pcie_latency_us); with the optimizer's passes,
-// CPU Adam = their Adam rate, cpu_pass_GBps = the unscale's bytes over its time and cpu_cast_GBps the cast's; with the
-// swaps, the NVMe lines (settled and at once) through the two sizes, fitted at the ds_config's aio settings and
-// scaled by p.swap_scale_*; name and source say so.
+// measured one), PCIe = the copy bandwidth (÷ p's copy scales per direction; the host link the faster of the two)
+// and its fixed cost (measured.pcie_latency_us); with the optimizer's passes,
+// CPU Adam = their Adam rate, cpu_pass_GBps = the unscale's bytes over its time and cpu_cast_GBps the cast's (÷ p's
+// op scales); with the swaps, the NVMe lines (settled and at once) through the two sizes, fitted at the ds_config's
+// aio settings and scaled by p.swap_scale_*; name and source say so.
 core::Hardware apply_host_probe(core::Hardware base, const HostDeviceProbe& p);
 
 // The RMS relative error, over the modules, of the forward times `h`'s cost model prices against the measured ones

@@ -78,6 +78,32 @@ HostDeviceProbe with_run_wakes(HostDeviceProbe p, const std::vector<double>& han
   return p;
 }
 
+namespace {
+
+// Σ num over Σ den of the samples between the lowest and the highest tenth of num / den (1 without any).
+double trimmed_ratio(std::vector<std::pair<double, double>> v) {
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first * b.second < b.first * a.second; });
+  const size_t cut = v.size() / 10;
+  double num = 0, den = 0;
+  for (size_t i = cut; i < v.size() - cut; ++i) {
+    num += v[i].first;
+    den += v[i].second;
+  }
+  return den > 0 ? num / den : 1.0;
+}
+
+// "reads x0.52 (117 swaps)", or "reads as measured (3 swaps)" under kMinWakeSamples.
+std::string scaled_as(const char* what, double x, size_t n, const char* of) {
+  char b[128];
+  if (n < kMinWakeSamples)
+    std::snprintf(b, sizeof b, "%s as measured (%zu %s)", what, n, of);
+  else
+    std::snprintf(b, sizeof b, "%s x%.2f (%zu %s)", what, x, n, of);
+  return b;
+}
+
+}  // namespace
+
 std::vector<RunSwap> run_swaps(const core::Plan& plan, const core::Trace& t) {
   const size_t n = plan.ops.size();
   std::vector<const core::TraceEvent*> ev(n, nullptr);
@@ -137,17 +163,6 @@ HostDeviceProbe with_run_swaps(HostDeviceProbe p, const core::Hardware& base, co
     const Priced x{s.read ? 1 : 0, s.took_s, line, extra};
     (extra < 0.25 * line ? steady[x.dir] : after_rest).push_back(x);
   }
-  // Σ num over Σ den of the samples between the lowest and the highest tenth of num / den.
-  auto trimmed_ratio = [](std::vector<std::pair<double, double>> v) {
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first * b.second < b.first * a.second; });
-    const size_t cut = v.size() / 10;
-    double num = 0, den = 0;
-    for (size_t i = cut; i < v.size() - cut; ++i) {
-      num += v[i].first;
-      den += v[i].second;
-    }
-    return den > 0 ? num / den : 1.0;
-  };
   double scale[2] = {1, 1};
   for (int d = 0; d < 2; ++d) {
     if (steady[d].size() < kMinWakeSamples) continue;
@@ -162,17 +177,102 @@ HostDeviceProbe with_run_swaps(HostDeviceProbe p, const core::Hardware& base, co
   }
   p.swap_scale_write = scale[0];
   p.swap_scale_read = scale[1];
-  auto said = [](const char* what, double x, size_t n) {
-    char b[96];
-    if (n < kMinWakeSamples)
-      std::snprintf(b, sizeof b, "%s as measured (%zu swaps)", what, n);
-    else
-      std::snprintf(b, sizeof b, "%s x%.2f (%zu swaps)", what, x, n);
-    return std::string(b);
-  };
   p.swaps_from = "scaled to the run's own swaps that ran alone in " + steps + ": " +
-                 said("reads", scale[1], steady[1].size()) + ", " + said("writes", scale[0], steady[0].size()) + ", " +
-                 said("the extra after an idle path", p.swap_scale_idle, after_rest.size());
+                 scaled_as("reads", scale[1], steady[1].size(), "swaps") + ", " +
+                 scaled_as("writes", scale[0], steady[0].size(), "swaps") + ", " +
+                 scaled_as("the extra after an idle path", p.swap_scale_idle, after_rest.size(), "swaps");
+  return p;
+}
+
+std::vector<RunCpuOp> run_cpu_ops(const core::Plan& plan, const core::Trace& t, double spin_s) {
+  const size_t n = plan.ops.size();
+  std::vector<const core::TraceEvent*> ev(n, nullptr);
+  for (const auto& e : t.events)
+    if (e.op < n && !ev[e.op]) ev[e.op] = &e;
+  std::vector<size_t> cpu;  // op ids, in start order
+  for (size_t i = 0; i < n; ++i)
+    if ((plan.ops[i].kind == core::OpKind::adam_cpu || plan.ops[i].kind == core::OpKind::cast_cpu) && ev[i])
+      cpu.push_back(i);
+  std::stable_sort(cpu.begin(), cpu.end(), [&](size_t a, size_t b) { return ev[a]->start_s < ev[b]->start_s; });
+  std::vector<RunCpuOp> out;
+  double busy_until = 0, first_start = 0, rest = 0;  // busy_until: the last CPU op's end, else the step's start
+  for (size_t i : cpu) {
+    const core::TraceEvent& e = *ev[i];
+    if (out.empty() || e.start_s - busy_until > spin_s) {  // the simulator's rule: the pool idle past its poll
+      first_start = e.start_s;
+      rest = e.start_s - busy_until;
+    }
+    busy_until = std::max(busy_until, e.end_s);
+    out.push_back({plan.ops[i], e.end_s - e.start_s, rest, e.start_s - first_start});
+  }
+  return out;
+}
+
+HostDeviceProbe with_run_cpu_ops(HostDeviceProbe p, const core::Hardware& base, const std::vector<RunCpuOp>& ops,
+                                 const std::string& steps) {
+  if (p.opt_elements <= 0 || p.adam_s <= 0 || p.unscale_s <= 0 || p.cast_s <= 0) return p;
+  p.adam_op_scale = p.cast_op_scale = 1;
+  p.cpu_ops_from.clear();
+  const core::CostModel c = core::cost_model_for(apply_host_probe(base, p), core::Precision::bf16);
+  const double T = static_cast<double>(c.cpu_pool_threads);
+  std::vector<std::pair<double, double>> v[2];  // [0] Adam, [1] the cast: (measured − wake-up, priced work)
+  for (const auto& x : ops) {
+    const double work = core::compute_time_s(c, x.op);
+    if (work <= 0 || x.took_s <= 0) continue;
+    double wake = 0;  // as sim/executor.cpp prices a sleeping pool: the caller alone until the workers join
+    if (T > 1 && c.cpu_pool_wake_s > 0 && x.rest_s > c.stream_spin_s)
+      wake = std::min(std::max(0.0, c.cpu_pool_wake_s - x.after_s), work * T) * (T - 1) / T;
+    v[x.op.kind == core::OpKind::cast_cpu ? 1 : 0].emplace_back(x.took_s - wake, work);
+  }
+  double scale[2] = {1, 1};
+  for (int k = 0; k < 2; ++k)
+    if (v[k].size() >= kMinWakeSamples) scale[k] = std::clamp(trimmed_ratio(v[k]), 0.05, 20.0);
+  p.adam_op_scale = scale[0];
+  p.cast_op_scale = scale[1];
+  p.cpu_ops_from = "scaled to the run's own CPU ops in " + steps + ": " +
+                   scaled_as("Adam", scale[0], v[0].size(), "ops") + ", " +
+                   scaled_as("the cast", scale[1], v[1].size(), "ops");
+  return p;
+}
+
+std::vector<RunCopy> run_copies(const core::Plan& plan, const core::Trace& t) {
+  const size_t n = plan.ops.size();
+  std::vector<const core::TraceEvent*> ev(n, nullptr);
+  for (const auto& e : t.events)
+    if (e.op < n && !ev[e.op]) ev[e.op] = &e;
+  std::vector<size_t> cp;
+  for (size_t i = 0; i < n; ++i) {
+    const core::Op& op = plan.ops[i];
+    if ((op.kind != core::OpKind::h2d && op.kind != core::OpKind::d2h) || op.bytes <= 0 || !ev[i]) continue;
+    const bool pageable = op.tensor >= 0 && static_cast<size_t>(op.tensor) < plan.tensors.size() &&
+                          plan.tensors[static_cast<size_t>(op.tensor)].home == core::Tier::cpu &&
+                          !plan.tensors[static_cast<size_t>(op.tensor)].pinned;  // as sim/executor.cpp routes it
+    if (!pageable) cp.push_back(i);
+  }
+  std::vector<RunCopy> out;
+  for (size_t i : cp) {
+    const core::TraceEvent& e = *ev[i];
+    bool alone = true;
+    for (size_t k : cp)
+      if (k != i && ev[k]->start_s < e.end_s && ev[k]->end_s > e.start_s) alone = false;
+    if (alone) out.push_back({plan.ops[i].kind == core::OpKind::h2d, plan.ops[i].bytes, e.end_s - e.start_s});
+  }
+  return out;
+}
+
+HostDeviceProbe with_run_copies(HostDeviceProbe p, const std::vector<RunCopy>& copies, const std::string& steps) {
+  if (p.copy_Bps <= 0) return p;
+  std::vector<std::pair<double, double>> v[2];  // [0] D2H, [1] H2D: (measured − fixed cost, bytes at the rate)
+  for (const auto& x : copies)
+    if (x.took_s > 0) v[x.h2d ? 1 : 0].emplace_back(x.took_s - p.copy_latency_s, x.bytes / p.copy_Bps);
+  double scale[2] = {1, 1};
+  for (int k = 0; k < 2; ++k)
+    if (v[k].size() >= kMinWakeSamples) scale[k] = std::clamp(trimmed_ratio(v[k]), 0.05, 20.0);
+  p.d2h_scale = scale[0];
+  p.h2d_scale = scale[1];
+  p.copies_from = "scaled to the run's own copies that ran alone in " + steps + ": " +
+                  scaled_as("H2D", scale[1], v[1].size(), "copies") + ", " +
+                  scaled_as("D2H", scale[0], v[0].size(), "copies");
   return p;
 }
 
@@ -188,7 +288,9 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   }
   h.gpu.hbm_GBps = p.mem_bound_Bps / 1e9 / core::gpu_type_defaults(h.gpu.name).hbm_efficiency;
   const double copy = p.copy_Bps / 1e9;
-  h.links.pcie_h2d_GBps = h.links.pcie_d2h_GBps = h.links.pcie_host_GBps = copy;
+  h.links.pcie_h2d_GBps = copy / p.h2d_scale;
+  h.links.pcie_d2h_GBps = copy / p.d2h_scale;
+  h.links.pcie_host_GBps = std::max(h.links.pcie_h2d_GBps, h.links.pcie_d2h_GBps);
   h.measured.pcie_latency_us = p.copy_latency_s * 1e6;
   // Per module role: the measured time over the cost model's at these rates (sums over the role's modules, so the
   // big ones weigh most), forward and backward. Two rates price a GEMM module and a norm alike, where the reference
@@ -213,17 +315,19 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
             {core::to_string(static_cast<core::ModuleRole>(r)), clamp(tf[r] / ff[r]), clamp(tb[r] / fb[r])});
   }
   const double rms_after = role_scaled_fit_rms(h, p);
-  char opt[256] = "";
+  char opt[640] = "";
   if (p.opt_elements > 0 && p.adam_s > 0 && p.unscale_s > 0 && p.cast_s > 0) {
-    h.measured.cpu_adam_params_per_s = static_cast<double>(p.opt_elements) / p.adam_s;
+    // The Adam op's scale stretches its two terms (the Adam kernel and the unscale pass) alike (with_run_cpu_ops).
+    h.measured.cpu_adam_params_per_s = static_cast<double>(p.opt_elements) / p.adam_s / p.adam_op_scale;
     h.measured.cpu_adam_threads = p.opt_threads;
-    h.measured.cpu_pass_GBps = static_cast<double>(p.unscale_bytes) / p.unscale_s / 1e9;
-    h.measured.cpu_cast_GBps = static_cast<double>(p.cast_bytes) / p.cast_s / 1e9;
+    h.measured.cpu_pass_GBps = static_cast<double>(p.unscale_bytes) / p.unscale_s / 1e9 / p.adam_op_scale;
+    h.measured.cpu_cast_GBps = static_cast<double>(p.cast_bytes) / p.cast_s / 1e9 / p.cast_op_scale;
     std::snprintf(opt, sizeof opt,
                   ", CPU Adam %.3g params/s, the unscale %.1f GB/s and the cast %.1f GB/s at the run's group (%lld "
-                  "elements, %d threads)",
+                  "elements, %d threads%s%s)",
                   *h.measured.cpu_adam_params_per_s, *h.measured.cpu_pass_GBps, *h.measured.cpu_cast_GBps,
-                  static_cast<long long>(p.opt_elements), p.opt_threads);
+                  static_cast<long long>(p.opt_elements), p.opt_threads, p.cpu_ops_from.empty() ? "" : "; the passes ",
+                  p.cpu_ops_from.c_str());
   }
   char nv[1024] = "";
   if (p.nvme_large > 0) {
@@ -286,11 +390,12 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
       "%.0f GB/s (1000000 would mean: folded into the GEMM rate; fit over %d module forwards, rms %.0f%%, %.0f%% "
       "after the per-role time scales%s), "
       "backward %.2fx "
-      "forward, copies %.2f GB/s + %.2f us each, a stream asleep after %.0f us idle starts %.0f us late%s (%s)%s%s "
+      "forward, copies %.2f GB/s + %.2f us each%s, a stream asleep after %.0f us idle starts %.0f us late%s (%s)%s%s "
       "(module times: %s; %s: the mean of %d sessions)",
       h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
-      100 * rms_after, roles.c_str(), p.backward_ratio, copy, p.copy_latency_s * 1e6, p.stream_spin_s * 1e6,
-      p.stream_wake_s * 1e6, pool, p.wakes_from.c_str(), opt, nv, p.module_times.c_str(), rest.c_str(), p.sessions);
+      100 * rms_after, roles.c_str(), p.backward_ratio, copy, p.copy_latency_s * 1e6,
+      p.copies_from.empty() ? "" : (" (" + p.copies_from + ")").c_str(), p.stream_spin_s * 1e6, p.stream_wake_s * 1e6,
+      pool, p.wakes_from.c_str(), opt, nv, p.module_times.c_str(), rest.c_str(), p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

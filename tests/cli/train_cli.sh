@@ -35,12 +35,14 @@ PY
 [ -f "$tmp/ck/latest" ] && [ -f "$tmp/ck/$(cat "$tmp/ck/latest")/manifest.json" ] || err "checkpoint layout"
 
 # ZeRO-Infinity on NVMe (paths under /tmp).
-# With the host device's profile: the sessions' swap lines scaled to the run's own swaps (6 steps after the first).
+# With the host device's profile: the sessions' swap lines and the CPU passes scaled to the run's own (6 steps after
+# the first; under 5 samples, as at 4 steps below, a figure stays as measured).
 "$bin" train --model tiny --hardware ci-2core --ds-config "$root/tests/data/engine/tiny-zero3-nvme.json" --steps 7 \
   --write-device-profile "$tmp/devn.json" >"$tmp/n" 2>&1 || { err "nvme train rc=$?"; cat "$tmp/n"; }
 grep -q "nvme [1-9]" "$tmp/n" || err "nvme run shows no NVMe bytes"
 grep -q -E "the sessions' swaps scaled to the run's: reads x[0-9.]+ \([0-9]+ swaps\), writes x[0-9.]+ \([0-9]+ swaps\)" \
-  "$tmp/n" || err "nvme device profile line: $(grep "^host device (after" "$tmp/n")"
+  "$tmp/n" && grep -q -E "\(the passes scaled to the run's: Adam x[0-9.]+ \(6 ops\), the cast x[0-9.]+ \(6 ops\)\)" "$tmp/n" \
+  || err "nvme device profile line: $(grep "^host device (after" "$tmp/n")"
 grep -q "scaled to the run's own swaps that ran alone in the steps the trace's step is chosen from" "$tmp/devn.json" \
   || err "nvme device profile's source: $(grep -o 'NVMe swaps[^(]*' "$tmp/devn.json")"
 
@@ -52,6 +54,8 @@ grep -q "scaled to the run's own swaps that ran alone in the steps the trace's s
 grep -q "^host device (before training)" "$tmp/d" \
   && grep -q "^host device (after training, each module and the optimizer's CPU passes the median of the passes" "$tmp/d" \
   && grep -q -E "wake-ups: stream [0-9.]+ us, CPU pool [0-9.]+ us \(the trimmed mean of [0-9]+ hand-offs to a sleeping stream" "$tmp/d" \
+  && grep -q -E "copies [0-9.]+ GB/s \(scaled to the run's: H2D as measured \(3 copies\), D2H as measured \(3 copies\)\)" "$tmp/d" \
+  && grep -q "(the passes scaled to the run's: Adam as measured (3 ops), the cast as measured (3 ops))" "$tmp/d" \
   || err "device profile lines: $(grep "^host device" "$tmp/d")"
 python3 - "$tmp/dev.json" <<'PY' || err "device profile contents"
 import json, sys
