@@ -239,7 +239,8 @@ void run_train(const Opts& o, int& exit_code) {
   const int64_t pass_every = std::max<int64_t>(1, (o.steps + 255) / 256);
   // The wake-ups: the run's own hand-offs to a sleeping stream and CPU Adam's pool wake-ups in those steps (where
   // a woken thread lands decides them, ~10 or ~50 us here, and a probe's one stream pair holds one of the two).
-  std::vector<double> handoffs, pool_wakes;
+  std::vector<exec::Handoff> handoffs;
+  std::vector<double> pool_wakes;
   std::vector<exec::RunSwap> swaps;  // and its NVMe swaps: the sessions' 8 of each kind miss the run's by up to 2x
   std::vector<exec::RunCpuOp> cpu_ops;  // and its CPU ops: the passes between the steps ran 7-40% slower
   std::vector<exec::RunCopy> copies;    // and its copies: a copy of what the CPU just wrote runs 2x the probe's
@@ -393,7 +394,7 @@ void run_train(const Opts& o, int& exit_code) {
         core::Trace t = e.last_trace();
         if (module_timer) {
           const double spin_s = std::chrono::duration<double>(exec::kSpinBudget).count();
-          for (double h : exec::sleeping_stream_handoffs(e.plan(), t, spin_s)) handoffs.push_back(h);
+          for (const auto& h : exec::sleeping_stream_handoffs(e.plan(), t, spin_s)) handoffs.push_back(h);
           for (double w : pool_wake_now) pool_wakes.push_back(w);
           for (const auto& x : exec::run_swaps(e.plan(), t)) swaps.push_back(x);
           for (const auto& x : exec::run_cpu_ops(e.plan(), t, spin_s)) cpu_ops.push_back(x);

@@ -91,6 +91,18 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
     prov.push_back({"stream_wake", fmt("measured: a stream idle over %.0f us starts work %.1f us late",
                                        c.stream_spin_s * 1e6, c.stream_wake_s * 1e6)});
     c.cpu_pool_wake_s = c.stream_wake_s;
+    if (!hw.measured.stream_wake_pairs.empty()) {
+      std::string t = "measured per stream pair:";
+      for (const auto& w : hw.measured.stream_wake_pairs)
+        for (int f = 0; f < kStreams; ++f)
+          for (int k = 0; k < kStreams; ++k)
+            if (w.from == to_string(static_cast<Stream>(f)) && w.to == to_string(static_cast<Stream>(k))) {
+              c.stream_wake_pair_s[static_cast<size_t>(f)][static_cast<size_t>(k)] = w.wake_us * 1e-6;
+              t += " " + w.from + " -> " + w.to + fmt(" %.1f us,", w.wake_us);
+            }
+      t.pop_back();
+      prov.push_back({"stream_wake_pairs", t});
+    }
     if (hw.measured.cpu_pool_wake_us) {
       c.cpu_pool_wake_s = *hw.measured.cpu_pool_wake_us * 1e-6;
       prov.push_back({"cpu_pool_wake", fmt("measured: CPU Adam's pool idle over %.0f us has its workers join %.1f us "
@@ -234,6 +246,11 @@ double nvme_idle_extra_s(const CostModel& c, double idle_s) {
       return w[i - 1].second + f * (w[i].second - w[i - 1].second);
     }
   return w.back().second;
+}
+
+double stream_wake_for(const CostModel& c, Stream from, Stream to) {
+  const double w = c.stream_wake_pair_s[static_cast<size_t>(from)][static_cast<size_t>(to)];
+  return w >= 0 ? w : c.stream_wake_s;
 }
 
 double nvme_link_latency_s(const CostModel& c, bool read) {

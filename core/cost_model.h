@@ -34,6 +34,13 @@ constexpr std::array<double, kModuleRoles> unit_scales() {
   for (double& x : a) x = 1.0;
   return a;
 }
+// No stream pair's own wake-up (every entry −1).
+constexpr std::array<std::array<double, kStreams>, kStreams> no_pairs() {
+  std::array<std::array<double, kStreams>, kStreams> a{};
+  for (auto& r : a)
+    for (double& x : r) x = -1.0;
+  return a;
+}
 
 // Every figure the simulator uses, in SI units. Built from the hardware profile; `measured` values override.
 // `provenance` says, per figure, whether it is a datasheet value × default efficiency or a measurement.
@@ -59,6 +66,9 @@ struct CostModel {
   // Streams that sleep (measured.stream_spin_us / stream_wake_latency_us): an op whose stream has waited longer
   // than stream_spin_s for it (its dependencies, or the op before it) starts stream_wake_s late. 0: never.
   double stream_spin_s = 0, stream_wake_s = 0;
+  // Per pair (measured.stream_wake_pairs), [from][to]: where ≥ 0, the wake-up of a hand-off from stream `from` (whose
+  // op's end made the work ready) to the sleeping `to`, in place of stream_wake_s (stream_wake_for).
+  std::array<std::array<double, kStreams>, kStreams> stream_wake_pair_s = no_pairs();
   // CPU Adam's threads (measured.cpu_adam_threads, else the cores). A CPU op that finds the pool idle for longer
   // than stream_spin_s finds its workers asleep: the caller works alone until they wake, cpu_pool_wake_s after that
   // op's start (measured.cpu_pool_wake_us, else stream_wake_s), and so may the ops after it.
@@ -114,6 +124,10 @@ double nvme_link_Bps(const CostModel& c, bool read);
 // What a swap costs on top when the NVMe path was idle for `idle_s` before it: nvme_idle_wake interpolated in
 // log(idle), from 0 at no idle up to the first point in proportion, the last point's figure beyond it.
 double nvme_idle_extra_s(const CostModel& c, double idle_s);
+
+// The wake-up of work handed from stream `from` to the sleeping stream `to`: the pair's own figure where the
+// profile has one, else stream_wake_s.
+double stream_wake_for(const CostModel& c, Stream from, Stream to);
 double nvme_link_latency_s(const CostModel& c, bool read);
 
 // GEMM efficiency (achieved/peak) for C[m,n] = A[m,k]·B[k,n]: wave quantisation of tile_m×tile_n tiles over the

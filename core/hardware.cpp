@@ -3,6 +3,7 @@
 #include "core/json_reader.h"
 #include "core/model.h"
 #include "core/paths.h"
+#include "core/plan.h"
 
 namespace zs::core {
 
@@ -145,6 +146,27 @@ Result<Hardware> load_hardware_file(const std::string& path) {
     ms.stream_spin_us = m.opt_number({"stream_spin_us"}, 0, 1e7);
     ms.stream_wake_latency_us = m.opt_number({"stream_wake_latency_us"}, 0, 1e7);
     ms.cpu_pool_wake_us = m.opt_number({"cpu_pool_wake_us"}, 0, 1e7);
+    if (const Json* sp = m.raw({"stream_wake_pairs"})) {
+      std::string names;
+      for (int i = 0; i < kStreams; ++i) names += std::string(i ? ", " : "") + to_string(static_cast<Stream>(i));
+      if (!sp->is_array()) {
+        m.fail("stream_wake_pairs", "expected an array of {from, to, wake_us}, streams " + names);
+      } else {
+        for (size_t i = 0; i < sp->size() && !m.failed(); ++i) {
+          ObjectReader e((*sp)[i], m.file(), m.key_path("stream_wake_pairs") + "[" + std::to_string(i) + "]");
+          StreamWake w;
+          for (auto [key, out] : {std::pair{"from", &w.from}, std::pair{"to", &w.to}}) {
+            *out = e.req_string(key);
+            bool known = false;
+            for (int k = 0; k < kStreams; ++k) known = known || *out == to_string(static_cast<Stream>(k));
+            if (!e.failed() && !known) e.fail(key, "'" + *out + "' is not a stream; expected one of " + names);
+          }
+          w.wake_us = e.req_number("wake_us", 0, 1e7);
+          if (Status st = e.finish(); !st.ok()) m.fail_message(st.error().message);
+          ms.stream_wake_pairs.push_back(w);
+        }
+      }
+    }
     ms.pcie_h2d_pageable_GBps = m.opt_number({"pcie_h2d_pageable_GBps"}, 1e-6, 1e6);
     ms.pcie_d2h_pageable_GBps = m.opt_number({"pcie_d2h_pageable_GBps"}, 1e-6, 1e6);
     ms.pcie_latency_us = m.opt_number({"pcie_latency_us"}, 0, 1e6);
@@ -231,6 +253,11 @@ std::string hardware_to_json(const Hardware& h) {
   put("stream_spin_us", ms.stream_spin_us);
   put("stream_wake_latency_us", ms.stream_wake_latency_us);
   put("cpu_pool_wake_us", ms.cpu_pool_wake_us);
+  if (!ms.stream_wake_pairs.empty()) {
+    Json a = Json::array();
+    for (const auto& w : ms.stream_wake_pairs) a.push_back({{"from", w.from}, {"to", w.to}, {"wake_us", w.wake_us}});
+    m["stream_wake_pairs"] = a;
+  }
   put("pcie_h2d_pageable_GBps", ms.pcie_h2d_pageable_GBps);
   put("pcie_d2h_pageable_GBps", ms.pcie_d2h_pageable_GBps);
   put("pcie_latency_us", ms.pcie_latency_us);

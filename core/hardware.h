@@ -48,6 +48,11 @@ struct LinkSpec {
 };
 
 // One aio configuration of the probe's NVMe sweep: the median swap's rates at that block size and queue depth.
+// A hand-off from stream `from` to a sleeping stream `to` starts the work wake_us late (measured.stream_wake_pairs).
+struct StreamWake {
+  std::string from, to;
+  double wake_us = 0;
+};
 // The first swap after the NVMe path sat idle for idle_ms takes extra_us more than a swap that follows another
 // (`train --write-device-profile` measures it with swaps of 8 MiB or the run's largest, which take all of it).
 struct NvmeIdleCost {
@@ -111,6 +116,11 @@ struct MeasuredSpec {
   // How late CPU Adam's pool workers join a run after they slept (the pool idle longer than stream_spin_us): until
   // then the calling thread works alone. Absent: stream_wake_latency_us.
   std::optional<double> cpu_pool_wake_us;
+  // How late work starts on a stream that slept, per pair: `from` is the stream whose op's end made the work ready,
+  // `to` the sleeping one (stream names as in a trace). The host device's hand-offs differ by pair: on this
+  // project's VM all-reduce → CPU Adam took 3-7 us in every step and compute → all-reduce 21-28 us
+  // (docs/VALIDATION.md "Hand-offs by stream pair"). A pair not listed: stream_wake_latency_us.
+  std::vector<StreamWake> stream_wake_pairs;
   std::optional<double> pcie_h2d_pageable_GBps, pcie_d2h_pageable_GBps;
   // The fixed cost of one H2D or D2H besides its bytes (the simulator's default: 10 us, cudaMemcpyAsync's issue
   // and DMA set-up). The host device's copies are memcpys, whose fixed cost is a call (`train

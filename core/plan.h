@@ -16,6 +16,7 @@
 namespace zs::core {
 
 enum class Stream : uint8_t { compute, h2d, d2h, nvme_read, nvme_write, comm, cpu_adam };
+inline constexpr int kStreams = 7;
 enum class OpKind : uint8_t {
   forward, backward, recompute,        // compute on the GPU (gemm_flops + mem_bound_bytes)
   h2d, d2h, nvme_read, nvme_write,     // transfers (bytes)

@@ -24,7 +24,7 @@ std::vector<std::string> names_of(int count) {
   return v;
 }
 const std::vector<std::string>& stream_names() {
-  static const auto v = names_of<Stream>(7);
+  static const auto v = names_of<Stream>(kStreams);
   return v;
 }
 const std::vector<std::string>& kind_names() {

@@ -43,6 +43,7 @@ struct HostDeviceProbe {
   // measured, the simulator takes stream_wake_s).
   double stream_spin_s = 0, stream_wake_s = 0, pool_wake_s = 0;
   std::string wakes_from = "a stream pair's hand-offs in the sessions";  // where they come from, in words
+  std::vector<core::StreamWake> stream_wake_pairs;  // per stream pair, where the run had enough (with_run_wakes)
   // What the figures were fitted to: each module's median forward and backward time (module order), the sessions
   // merged into them.
   std::vector<double> forward_s, backward_s;
@@ -130,16 +131,24 @@ core::Result<HostDeviceProbe> with_module_times(HostDeviceProbe p, const std::ve
 // previous op (or the step's start) to the last end among that op and the op's Plan dependencies — the delay from
 // that end to the op's start. On a VM a thread woken onto the other, halted vCPU starts ~50 us late and one woken on
 // its waker's ~10 us (docs/VALIDATION.md "Where the hand-offs wake"), so the figure that prices the engine's
-// hand-offs is the mix its own Plan meets, which a probe of one stream pair cannot give.
-std::vector<double> sleeping_stream_handoffs(const core::Plan& plan, const core::Trace& t, double spin_s);
+// hand-offs is the mix its own Plan meets, which a probe of one stream pair cannot give. Each hand-off names its
+// pair: `from` is the stream of the dependency that ended last (the simulator's waker), `to` the op's.
+struct Handoff {
+  core::Stream from = core::Stream::compute, to = core::Stream::compute;
+  double delay_s = 0;
+};
+std::vector<Handoff> sleeping_stream_handoffs(const core::Plan& plan, const core::Trace& t, double spin_s);
 
 // `p` with the stream wake-up the trimmed mean of the run's `handoffs` (sleeping_stream_handoffs) and the pool's
 // the trimmed mean of `pool_wakes` (ThreadPool::take_wake_samples): a phase sums its hand-offs, so their mean cost
 // prices it, and on a VM they are bimodal, ~10 and ~50 us (docs/VALIDATION.md "Where the hand-offs wake"), where a
-// median picks one mode. Fewer than kMinWakeSamples of either leave that figure as it was. `steps` names the
-// steps in the profile's source.
+// median picks one mode. And per stream pair with kMinWakeSamples or more, that pair's trimmed mean
+// (stream_wake_pairs): which vCPU a woken thread lands on follows from what the streams around it do, so a pair
+// keeps its cost from step to step (all-reduce → CPU Adam 3-7 us, cast → H2D 12-52 us; docs/VALIDATION.md "Hand-offs
+// by stream pair"). Fewer than kMinWakeSamples of either leave that figure as it was. `steps` names the steps in
+// the profile's source.
 inline constexpr size_t kMinWakeSamples = 5;
-HostDeviceProbe with_run_wakes(HostDeviceProbe p, const std::vector<double>& handoffs,
+HostDeviceProbe with_run_wakes(HostDeviceProbe p, const std::vector<Handoff>& handoffs,
                                const std::vector<double>& pool_wakes, const std::string& steps);
 // The mean of `v` without its lowest and highest tenth (rounded down), 0 if empty.
 double trimmed_mean(std::vector<double> v);

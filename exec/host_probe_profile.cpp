@@ -29,12 +29,12 @@ double role_scaled_fit_rms(const core::Hardware& h, const HostDeviceProbe& p) {
   return n > 0 ? std::sqrt(se / n) : 0;
 }
 
-std::vector<double> sleeping_stream_handoffs(const core::Plan& plan, const core::Trace& t, double spin_s) {
+std::vector<Handoff> sleeping_stream_handoffs(const core::Plan& plan, const core::Trace& t, double spin_s) {
   const size_t n = plan.ops.size();
   std::vector<const core::TraceEvent*> ev(n, nullptr);
   for (const auto& e : t.events)
     if (e.op < n && !ev[e.op]) ev[e.op] = &e;
-  std::vector<double> out;
+  std::vector<Handoff> out;
   std::map<core::Stream, double> stream_end;  // the end of each stream's previous op; absent: the step's start
   for (size_t i = 0; i < n; ++i) {
     const core::Op& op = plan.ops[i];
@@ -43,11 +43,15 @@ std::vector<double> sleeping_stream_handoffs(const core::Plan& plan, const core:
     const auto it = stream_end.find(op.stream);
     const double since = it == stream_end.end() ? 0.0 : it->second;
     double ready = since;
+    core::Stream from = op.stream;
     for (uint32_t d : op.deps)
-      if (d < n && ev[d]) ready = std::max(ready, ev[d]->end_s);
+      if (d < n && ev[d] && ev[d]->end_s > ready) {
+        ready = ev[d]->end_s;
+        from = plan.ops[d].stream;
+      }
     if (op.kind != core::OpKind::alloc && op.kind != core::OpKind::release && ready - since > spin_s &&
         e->start_s >= ready)
-      out.push_back(e->start_s - ready);
+      out.push_back({from, op.stream, e->start_s - ready});
     stream_end[op.stream] = std::max(since, e->end_s);
   }
   return out;
@@ -62,12 +66,24 @@ double trimmed_mean(std::vector<double> v) {
   return sum / static_cast<double>(v.size() - 2 * cut);
 }
 
-HostDeviceProbe with_run_wakes(HostDeviceProbe p, const std::vector<double>& handoffs,
+HostDeviceProbe with_run_wakes(HostDeviceProbe p, const std::vector<Handoff>& handoffs,
                                const std::vector<double>& pool_wakes, const std::string& steps) {
   std::string from;
   if (handoffs.size() >= kMinWakeSamples) {
-    p.stream_wake_s = trimmed_mean(handoffs);
+    std::vector<double> all;
+    std::map<std::pair<core::Stream, core::Stream>, std::vector<double>> pairs;
+    for (const auto& h : handoffs) {
+      all.push_back(h.delay_s);
+      pairs[{h.from, h.to}].push_back(h.delay_s);
+    }
+    p.stream_wake_s = trimmed_mean(all);
     from = "the trimmed mean of " + std::to_string(handoffs.size()) + " hand-offs to a sleeping stream";
+    p.stream_wake_pairs.clear();
+    for (const auto& [k, v] : pairs)
+      if (v.size() >= kMinWakeSamples)
+        p.stream_wake_pairs.push_back({core::to_string(k.first), core::to_string(k.second), trimmed_mean(v) * 1e6});
+    if (!p.stream_wake_pairs.empty())
+      from += " (per stream pair with " + std::to_string(kMinWakeSamples) + " or more, its own)";
   }
   if (pool_wakes.size() >= kMinWakeSamples) {
     p.pool_wake_s = trimmed_mean(pool_wakes);
@@ -285,6 +301,7 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
     h.measured.stream_spin_us = p.stream_spin_s * 1e6;
     h.measured.stream_wake_latency_us = p.stream_wake_s * 1e6;
     if (p.pool_wake_s > 0) h.measured.cpu_pool_wake_us = p.pool_wake_s * 1e6;
+    h.measured.stream_wake_pairs = p.stream_wake_pairs;
   }
   h.gpu.hbm_GBps = p.mem_bound_Bps / 1e9 / core::gpu_type_defaults(h.gpu.name).hbm_efficiency;
   const double copy = p.copy_Bps / 1e9;
@@ -376,14 +393,26 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
     std::snprintf(b, sizeof b, "%s %s %.2f / %.2f", roles.empty() ? ":" : ",", x.role.c_str(), x.forward, x.backward);
     roles += b;
   }
-  char pool[96] = "";
-  if (p.pool_wake_s > 0 && p.stream_wake_s > 0)
-    std::snprintf(pool, sizeof pool, " and CPU Adam's pool workers asleep join %.0f us late", p.pool_wake_s * 1e6);
+  std::string pool;
+  if (p.stream_wake_s > 0 && !p.stream_wake_pairs.empty()) {
+    pool = " (by the pair that hands over:";
+    for (const auto& w : p.stream_wake_pairs) {
+      char b[96];
+      std::snprintf(b, sizeof b, " %s -> %s %.0f us,", w.from.c_str(), w.to.c_str(), w.wake_us);
+      pool += b;
+    }
+    pool.back() = ')';
+  }
+  if (p.pool_wake_s > 0 && p.stream_wake_s > 0) {
+    char b[96];
+    std::snprintf(b, sizeof b, " and CPU Adam's pool workers asleep join %.0f us late", p.pool_wake_s * 1e6);
+    pool += b;
+  }
   // The optimizer's CPU passes sampled with the module times, or from the sessions with the swaps.
   const std::string rest = p.opt_elements > 0 && !p.opt_times.empty()
                                ? "the optimizer's CPU passes: the same passes; the swaps"
                                : "the optimizer's CPU passes and swaps";
-  char src[3400];
+  char src[4096];
   std::snprintf(
       src, sizeof src,
       "%s; host device measured by zerosim train --write-device-profile: GEMM %.2f GFLOP/s, memory-bound "
@@ -395,7 +424,7 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
       h.source.c_str(), p.gemm_flops_per_s / 1e9, p.mem_bound_Bps / 1e9, p.modules, 100 * p.fit_rms_rel,
       100 * rms_after, roles.c_str(), p.backward_ratio, copy, p.copy_latency_s * 1e6,
       p.copies_from.empty() ? "" : (" (" + p.copies_from + ")").c_str(), p.stream_spin_s * 1e6, p.stream_wake_s * 1e6,
-      pool, p.wakes_from.c_str(), opt, nv, p.module_times.c_str(), rest.c_str(), p.sessions);
+      pool.c_str(), p.wakes_from.c_str(), opt, nv, p.module_times.c_str(), rest.c_str(), p.sessions);
   h.source = src;
   if (h.name.find("host device") == std::string::npos) h.name += " + host device";
   return h;

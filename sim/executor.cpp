@@ -171,18 +171,23 @@ void Executor::start(Backend& b) {
   drain();
 }
 
-void Executor::try_start(uint32_t i) {
+void Executor::try_start(uint32_t i, int waker) {
   Inst& in = insts_[i];
   if (in.pending > 0 || in.start >= 0 || in.coll >= 0 || in.waking) return;
   const auto& q = queues_[in.queue];
   if (head_[in.queue] >= q.size() || q[head_[in.queue]] != i) return;
-  // A stream that waited longer than it polls has gone to sleep: its work starts a wake-up later.
-  const OpKind k = plan_.ops[in.op].kind;
-  if (cost_.stream_wake_s > 0 && k != OpKind::alloc && k != OpKind::release &&
+  // A stream that waited longer than it polls has gone to sleep: its work starts a wake-up later (the pair's own
+  // figure from the stream that handed it over, where the profile has one).
+  const core::Op& op = plan_.ops[in.op];
+  if (cost_.stream_wake_s > 0 && op.kind != OpKind::alloc && op.kind != OpKind::release &&
       b_->now() - head_since_[in.queue] > cost_.stream_spin_s) {
-    in.waking = true;
-    b_->delay(cost_.stream_wake_s, new_act(ActType::wake, i));
-    return;
+    const double w =
+        waker >= 0 ? core::stream_wake_for(cost_, static_cast<core::Stream>(waker), op.stream) : cost_.stream_wake_s;
+    if (w > 0) {
+      in.waking = true;
+      b_->delay(w, new_act(ActType::wake, i));
+      return;
+    }
   }
   launch(i);
 }
@@ -390,7 +395,7 @@ void Executor::drain() {
     if (head_[q] < queues_[q].size()) try_start(queues_[q][head_[q]]);
     for (uint32_t s = succ_begin_[i]; s < succ_begin_[i + 1]; ++s) {
       const uint32_t j = succ_[s];
-      if (--insts_[j].pending == 0) try_start(j);
+      if (--insts_[j].pending == 0) try_start(j, static_cast<int>(plan_.ops[insts_[i].op].stream));
     }
   }
 }

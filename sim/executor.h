@@ -95,7 +95,8 @@ class Executor {
   };
 
   uint64_t new_act(ActType t, uint32_t ref);
-  void try_start(uint32_t i);
+  // `waker`: the stream whose op's end made op i ready (−1: none, or its own stream's previous op).
+  void try_start(uint32_t i, int waker = -1);
   void launch(uint32_t i);
   void launch_collective(uint32_t c);
   void finish(uint32_t i);

@@ -163,6 +163,39 @@ TEST_CASE("hardware: the NVMe idle wake-up loads, round-trips and is checked", "
   CHECK_THAT(error_of(notarray, "idle_num"), Catch::Contains("measured.nvme_idle_wake: expected an array"));
 }
 
+TEST_CASE("hardware: the stream pairs' wake-ups load, round-trip and are checked", "[hardware]") {
+  std::string with = std::string(kGood);
+  with.insert(with.rfind('}'), R"(, "measured": {"stream_spin_us": 200, "stream_wake_latency_us": 30,
+      "stream_wake_pairs": [{"from": "comm", "to": "cpu_adam", "wake_us": 4.5}, {"from": "cpu_adam", "to": "h2d",
+      "wake_us": 30}]})");
+  auto h = load_hardware_file(write_tmp("pairs", with));
+  INFO((h.ok() ? std::string() : h.error().message));
+  REQUIRE(h.ok());
+  REQUIRE(h->measured.stream_wake_pairs.size() == 2);
+  CHECK(h->measured.stream_wake_pairs[0].from == "comm");
+  CHECK(h->measured.stream_wake_pairs[1].to == "h2d");
+  CHECK(h->measured.stream_wake_pairs[0].wake_us == 4.5);
+  auto back = load_hardware_file(write_tmp("pairs_back", hardware_to_json(*h)));
+  REQUIRE(back.ok());
+  REQUIRE(back->measured.stream_wake_pairs.size() == 2);
+  CHECK(back->measured.stream_wake_pairs[1].wake_us == 30);
+  auto bad = [&](const std::string& from, const std::string& to, const char* name) {
+    std::string t = with;
+    t.replace(t.find(from), from.size(), to);
+    return error_of(t, name);
+  };
+  CHECK_THAT(bad(R"("to": "h2d")", R"("to": "gpu")", "pairs_name"),
+             Catch::Contains("zs_test_hw_pairs_name.json") && Catch::Contains("measured.stream_wake_pairs[1].to") &&
+                 Catch::Contains("'gpu' is not a stream; expected one of compute, h2d, d2h"));
+  CHECK_THAT(bad(R"("wake_us": 4.5)", R"("wake_us": -1)", "pairs_neg"),
+             Catch::Contains("measured.stream_wake_pairs[0].wake_us") && Catch::Contains("out of range"));
+  CHECK_THAT(bad(R"("from": "comm", )", "", "pairs_missing"),
+             Catch::Contains("measured.stream_wake_pairs[0].from: missing required key"));
+  std::string notarray = std::string(kGood);
+  notarray.insert(notarray.rfind('}'), R"(, "measured": {"stream_wake_pairs": {}})");
+  CHECK_THAT(error_of(notarray, "pairs_obj"), Catch::Contains("measured.stream_wake_pairs: expected an array"));
+}
+
 TEST_CASE("hardware: the probe's aio sweep loads, round-trips and is checked", "[hardware]") {
   std::string with = std::string(kGood);
   with.insert(with.rfind('}'), R"(, "measured": {"nvme_read_GBps": 1.5, "aio_block_size": 1048576,

@@ -5,6 +5,7 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/cost_model.h"
@@ -62,14 +63,24 @@ TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's 
     add_traced_op(plan, t, op, o.s, o.e);
   }
   const auto h = exec::sleeping_stream_handoffs(plan, t, 200e-6);
-  REQUIRE(h.size() == 4);
-  CHECK(h[0] == Approx(50e-6).epsilon(1e-9));
-  CHECK(h[1] == Approx(12e-6).epsilon(1e-9));
-  CHECK(h[2] == Approx(40e-6).epsilon(1e-9));
-  CHECK(h[3] == Approx(0).margin(1e-12));
+  // (from, to, delay us): the stream of the dependency that ended last hands over.
+  const std::vector<std::tuple<Stream, Stream, double>> want = {{Stream::compute, Stream::h2d, 50},
+                                                                {Stream::compute, Stream::comm, 12},
+                                                                {Stream::compute, Stream::d2h, 40},
+                                                                {Stream::d2h, Stream::comm, 0}};
+  auto same = [&](const std::vector<exec::Handoff>& x) {
+    REQUIRE(x.size() == want.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      INFO("hand-off " << i);
+      CHECK(x[i].from == std::get<0>(want[i]));
+      CHECK(x[i].to == std::get<1>(want[i]));
+      CHECK(x[i].delay_s == Approx(std::get<2>(want[i]) * 1e-6).margin(1e-12));
+    }
+  };
+  same(h);
   CHECK(exec::sleeping_stream_handoffs(plan, t, 2e-3).empty());  // a poll longer than every wait: none slept
   std::reverse(t.events.begin(), t.events.end());                // events are matched by op id, not position
-  CHECK(exec::sleeping_stream_handoffs(plan, t, 200e-6) == h);
+  same(exec::sleeping_stream_handoffs(plan, t, 200e-6));
 
   // The trimmed mean drops the lowest and highest tenth: 1..8 and 20 us and a preempted 1 ms give the mean of 2..8
   // and 20 us, 6.875 us (their median would be 5.5 us).
@@ -82,14 +93,24 @@ TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's 
   exec::HostDeviceProbe p;
   p.stream_spin_s = 200e-6;
   p.stream_wake_s = 2e-6;  // a session's figure
-  auto both = exec::with_run_wakes(p, v, {30e-6, 40e-6, 50e-6, 60e-6, 70e-6}, "steps 1-9");
-  CHECK(both.stream_wake_s == Approx(6.875e-6).epsilon(1e-12));
+  // The ten above handed from the all-reduce to CPU Adam, four of 30 us from compute to H2D: the stream figure is
+  // the trimmed mean of all 14 (2..8, 20 and 4 x 30 us: 14.583 us), the first pair has its own, the second too few.
+  std::vector<exec::Handoff> hs;
+  for (double x : v) hs.push_back({Stream::comm, Stream::cpu_adam, x});
+  for (int i = 0; i < 4; ++i) hs.push_back({Stream::compute, Stream::h2d, 30e-6});
+  auto both = exec::with_run_wakes(p, hs, {30e-6, 40e-6, 50e-6, 60e-6, 70e-6}, "steps 1-9");
+  CHECK(both.stream_wake_s == Approx(175e-6 / 12).epsilon(1e-12));
+  REQUIRE(both.stream_wake_pairs.size() == 1);
+  CHECK(both.stream_wake_pairs[0].from == "comm");
+  CHECK(both.stream_wake_pairs[0].to == "cpu_adam");
+  CHECK(both.stream_wake_pairs[0].wake_us == Approx(6.875).epsilon(1e-12));
   CHECK(both.pool_wake_s == Approx(50e-6).epsilon(1e-12));
-  CHECK(both.wakes_from.find("10 hand-offs to a sleeping stream and of 5 wake-ups of CPU Adam's pool workers in "
-                             "steps 1-9") != std::string::npos);
+  CHECK(both.wakes_from.find("14 hand-offs to a sleeping stream (per stream pair with 5 or more, its own) and of 5 "
+                             "wake-ups of CPU Adam's pool workers in steps 1-9") != std::string::npos);
   // Fewer than kMinWakeSamples leave a figure as it was.
-  auto few = exec::with_run_wakes(p, {1e-6, 2e-6, 3e-6, 4e-6}, {9e-6}, "x");
+  auto few = exec::with_run_wakes(p, {hs.begin(), hs.begin() + 4}, {9e-6}, "x");
   CHECK(few.stream_wake_s == 2e-6);
+  CHECK(few.stream_wake_pairs.empty());
   CHECK(few.pool_wake_s == 0);
   CHECK(few.wakes_from == p.wakes_from);
   auto pool_only = exec::with_run_wakes(p, {}, v, "x");
@@ -100,8 +121,11 @@ TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's 
   const core::Hardware h1 = exec::apply_host_probe(*core::load_hardware("ci-2core"), both);
   REQUIRE(h1.measured.cpu_pool_wake_us.has_value());
   CHECK(*h1.measured.cpu_pool_wake_us == Approx(50));
-  CHECK(*h1.measured.stream_wake_latency_us == Approx(6.875));
-  CHECK(h1.source.find("pool workers asleep join 50 us late (the trimmed mean of 10") != std::string::npos);
+  CHECK(*h1.measured.stream_wake_latency_us == Approx(175.0 / 12));
+  REQUIRE(h1.measured.stream_wake_pairs.size() == 1);
+  CHECK(h1.measured.stream_wake_pairs[0].wake_us == Approx(6.875));
+  CHECK(h1.source.find("starts 15 us late (by the pair that hands over: comm -> cpu_adam 7 us) and CPU Adam's pool "
+                       "workers asleep join 50 us late (the trimmed mean of 14") != std::string::npos);
   CHECK_FALSE(exec::apply_host_probe(*core::load_hardware("ci-2core"), p).measured.cpu_pool_wake_us.has_value());
 }
 

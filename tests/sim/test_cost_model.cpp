@@ -108,6 +108,13 @@ TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards 
   h.measured.cpu_pool_wake_us = 60;
   CHECK(core::cost_model_for(h, core::Precision::fp16).cpu_pool_wake_s == Approx(60e-6));
   h.measured.cpu_pool_wake_us.reset();
+  // A stream pair's own wake-up; the other pairs take the stream's.
+  CHECK(core::stream_wake_for(m, core::Stream::comm, core::Stream::cpu_adam) == Approx(35e-6));
+  h.measured.stream_wake_pairs = {{"comm", "cpu_adam", 4.5}};
+  const auto mp = core::cost_model_for(h, core::Precision::fp16);
+  CHECK(core::stream_wake_for(mp, core::Stream::comm, core::Stream::cpu_adam) == Approx(4.5e-6));
+  CHECK(core::stream_wake_for(mp, core::Stream::cpu_adam, core::Stream::comm) == Approx(35e-6));
+  h.measured.stream_wake_pairs.clear();
   CHECK(m.pcie_latency_s == Approx(0.4e-6));
   CHECK(m.cpu_pool_threads == h.cpu.cores);  // no measured.cpu_adam_threads: the cores
   const double fwd = core::compute_time_s(m, f);

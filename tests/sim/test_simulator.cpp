@@ -232,6 +232,17 @@ TEST_CASE("a stream that waited past its poll budget starts a wake-up late (meas
   CHECK(event(r, 2).start_s == Approx(0.5 + 40e-6).epsilon(kRel));
   CHECK(event(r, 3).start_s == Approx(event(r, 2).end_s).epsilon(kRel));
   CHECK(event(r, 3).end_s == Approx(0.5 + 40e-6 + 2 * t_h2d).epsilon(kRel));
+  SECTION("a stream pair with its own figure (measured.stream_wake_pairs): compute -> h2d") {
+    auto cp = c;
+    cp.stream_wake_pair_s[static_cast<size_t>(Stream::compute)][static_cast<size_t>(Stream::h2d)] = 5e-6;
+    auto rp = run(b.plan(), 1, 1, cp);
+    CHECK(event(rp, 2).start_s == Approx(0.5 + 5e-6).epsilon(kRel));
+    cp.stream_wake_pair_s = core::no_pairs();  // another pair's figure leaves this one at the stream's
+    cp.stream_wake_pair_s[static_cast<size_t>(Stream::comm)][static_cast<size_t>(Stream::h2d)] = 5e-6;
+    CHECK(event(run(b.plan(), 1, 1, cp), 2).start_s == Approx(0.5 + 40e-6).epsilon(kRel));
+    cp.stream_wake_pair_s[static_cast<size_t>(Stream::compute)][static_cast<size_t>(Stream::h2d)] = 0;  // none
+    CHECK(event(run(b.plan(), 1, 1, cp), 2).start_s == Approx(0.5).epsilon(kRel));
+  }
   SECTION("a wait shorter than the poll budget costs nothing") {
     PlanBuilder q;
     q.compute(10e9);                              // 0: 100 us
