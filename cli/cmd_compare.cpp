@@ -1,7 +1,8 @@
 // `zerosim compare PREDICTED MEASURED`: two traces of one Plan (simulate --raw-trace, train --trace) side by side —
 // step time and the forward/backward/optimizer phases (docs/SIM.md's rule: each instant belongs to the most recently
-// started op still running, in a gap to the next op to start), busy time per op kind, peak memory per tier, and the
-// ops whose durations disagree most. Errors are (predicted − measured) / measured.
+// started op still running, in a gap to the next op to start), busy time per op kind, peak memory per tier (the
+// framework's fixed bytes apart: Trace::overhead_bytes), and the ops whose durations disagree most. Errors are
+// (predicted − measured) / measured.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -39,6 +40,11 @@ std::map<std::string, std::pair<double, int>> busy_by_kind(const core::Trace& t)
     ++x.second;
   }
   return m;
+}
+
+// A tier's peak without the framework's fixed bytes (Trace::overhead_bytes).
+double tensor_peak(const core::Trace& t, size_t tier) {
+  return static_cast<double>(t.peak_bytes[tier] - t.overhead_bytes[tier]);
 }
 
 double err(double pred, double meas) { return meas > 0 ? (pred - meas) / meas : (pred > 0 ? INFINITY : 0); }
@@ -129,7 +135,9 @@ void run_compare(const Opts& o, int& exit_code) {
     for (size_t t = 0; t < 3; ++t)
       mem[tiers[t]] = {{"predicted", p->peak_bytes[t]},
                        {"measured", m->peak_bytes[t]},
-                       {"error", err(static_cast<double>(p->peak_bytes[t]), static_cast<double>(m->peak_bytes[t]))}};
+                       {"predicted_overhead", p->overhead_bytes[t]},
+                       {"measured_overhead", m->overhead_bytes[t]},
+                       {"error", err(tensor_peak(*p, t), tensor_peak(*m, t))}};
     j["peak_bytes"] = mem;
     ordered_json top = ordered_json::array();
     for (const auto& d : diffs)
@@ -163,12 +171,22 @@ void run_compare(const Opts& o, int& exit_code) {
     if (a == 0 && b == 0) continue;
     std::printf("  %-20s %14s %14s %9s\n", k.c_str(), ms(a).c_str(), ms(b).c_str(), pct(err(a, b)).c_str());
   }
-  std::printf("\npeak memory\n");
+  // Peaks without the framework's fixed bytes (the CUDA context, the allocator's reserve, the Python process):
+  // `simulate` prices a PyTorch run, the engine holds tensors only, so those bytes are shown apart.
   const char* tiers[3] = {"gpu", "cpu", "nvme"};
+  std::string fixed;
   for (size_t t = 0; t < 3; ++t)
-    std::printf("  %-20s %14s %14s %9s\n", tiers[t], core::format_bytes(p->peak_bytes[t]).c_str(),
-                core::format_bytes(m->peak_bytes[t]).c_str(),
-                pct(err(static_cast<double>(p->peak_bytes[t]), static_cast<double>(m->peak_bytes[t]))).c_str());
+    if (p->overhead_bytes[t] > 0 || m->overhead_bytes[t] > 0)
+      fixed += std::string(fixed.empty() ? "" : ", ") + tiers[t] + " " + core::format_bytes(p->overhead_bytes[t]) +
+               " predicted, " + core::format_bytes(m->overhead_bytes[t]) + " measured";
+  std::printf("\npeak memory%s\n", fixed.empty() ? "" : " (tensors; the framework's fixed bytes apart)");
+  for (size_t t = 0; t < 3; ++t)
+    std::printf("  %-20s %14s %14s %9s\n", tiers[t],
+                core::format_bytes(static_cast<int64_t>(tensor_peak(*p, t))).c_str(),
+                core::format_bytes(static_cast<int64_t>(tensor_peak(*m, t))).c_str(),
+                pct(err(tensor_peak(*p, t), tensor_peak(*m, t))).c_str());
+  if (!fixed.empty())
+    std::printf("  framework's fixed bytes (CUDA context, allocator reserve, Python process): %s\n", fixed.c_str());
   std::printf("\nops with the largest differences\n");
   for (const auto& d : diffs) {
     std::string what = core::to_string(d.ev->kind) + " (" + core::to_string(d.ev->phase) + ")";

@@ -119,6 +119,7 @@ std::string plan_to_json(const Plan& p, bool with_ledger) {
   j["peak_bytes"] = tiers(p.peak_bytes);
   j["peak_op"] = tiers(p.peak_op);
   j["static_bytes"] = tiers(p.static_bytes);
+  j["overhead_bytes"] = tiers(p.overhead_bytes);
   j["init_bytes"] = tiers(p.init_bytes);
   j["capacity_bytes"] = tiers(p.capacity_bytes);
   j["per_step_bytes"] = {{"h2d", p.per_step.h2d},

@@ -88,6 +88,9 @@ struct Plan {
   // CPU and NVMe per node. Back to zero at the end of the step.
   std::vector<std::array<int64_t, 3>> ledger;
   std::array<int64_t, 3> static_bytes{};       // allocated before the first op (model states, buffers, context)
+  // The framework's fixed bytes within static_bytes (the CUDA context, the caching allocator's reserve, the Python
+  // process: MemoryOptions): what a PyTorch run holds besides its tensors. 0 in the engine's Plan.
+  std::array<int64_t, 3> overhead_bytes{};
   std::array<int64_t, 3> init_bytes{};         // occupancy while the model is built (fit's init peak), before op 0
   std::array<int64_t, 3> peak_bytes{};         // max of init and static + ledger
   std::array<int64_t, 3> peak_op{-1, -1, -1};  // op after which each tier peaks (-1: static or init)

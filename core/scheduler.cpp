@@ -290,10 +290,14 @@ void finish(const Context& cx, Plan& p) {
   // Static: fit's steady-state items, except those the ops allocate and free themselves (transient items and
   // the CPU activation checkpoints, which the forward moves out and the backward brings back).
   for (Tier t : kTiers) {
-    int64_t st = 0;
+    int64_t st = 0, fixed = 0;
     for (const auto& i : cx.mem.tier(t).items)
-      if (!i.transient && i.key != "activation_checkpoints") st += i.bytes;
+      if (!i.transient && i.key != "activation_checkpoints") {
+        st += i.bytes;
+        if (i.key == "cuda_context" || i.key == "allocator_reserve" || i.key == "host_process") fixed += i.bytes;
+      }
     p.static_bytes[static_cast<size_t>(t)] = st;
+    p.overhead_bytes[static_cast<size_t>(t)] = fixed;
     p.capacity_bytes[static_cast<size_t>(t)] = cx.mem.tier(t).capacity_bytes;
   }
   // Initialisation (before the first step): fit's init peak, when above the steady state.

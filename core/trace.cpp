@@ -63,6 +63,7 @@ std::string trace_to_json(const Trace& t) {
   j["schedule"] = t.schedule;
   j["step_time_s"] = t.step_time_s;
   j["peak_bytes"] = tiers_json(t.peak_bytes);
+  j["overhead_bytes"] = tiers_json(t.overhead_bytes);
   OJson p;
   p["command_line"] = t.provenance.command_line;
   p["git_commit"] = t.provenance.git_commit;
@@ -116,6 +117,12 @@ Result<Trace> trace_from_json_file(const std::string& path) {
   {
     ObjectReader pb = r.object({"peak_bytes"});
     for (size_t k = 0; k < 3; ++k) t.peak_bytes[k] = pb.integer({kTierNames[k]}, 0, 0, INT64_MAX);
+    ObjectReader ob = r.object({"overhead_bytes"});  // absent in traces written before it: none set apart
+    for (size_t k = 0; k < 3; ++k) {
+      t.overhead_bytes[k] = ob.integer({kTierNames[k]}, 0, 0, INT64_MAX);
+      if (!ob.failed() && t.overhead_bytes[k] > t.peak_bytes[k])
+        ob.fail(kTierNames[k], "exceeds peak_bytes." + std::string(kTierNames[k]));
+    }
   }
   {
     ObjectReader p = r.object({"provenance"});

@@ -46,6 +46,10 @@ struct Trace {
   std::vector<TraceEvent> events;
   std::vector<MemorySample> memory;  // per tier over time (rank 0 / node 0)
   std::array<int64_t, 3> peak_bytes{};
+  // The framework's fixed bytes within peak_bytes (Plan::overhead_bytes: the CUDA context, the caching allocator's
+  // reserve, the Python process). `simulate` prices a PyTorch run, which holds them; the engine allocates tensors
+  // only, so its trace has 0, and `compare` sets them apart.
+  std::array<int64_t, 3> overhead_bytes{};
   Provenance provenance;
 };
 

@@ -200,6 +200,7 @@ core::Result<SimResult> simulate(const core::Plan& plan, const core::CostModel& 
   t.memory = std::move(out.memory);
   for (const auto& m : t.memory)
     for (size_t k = 0; k < 3; ++k) t.peak_bytes[k] = std::max(t.peak_bytes[k], m.bytes[k]);
+  for (size_t k = 0; k < 3; ++k) t.overhead_bytes[k] = std::min(plan.overhead_bytes[k], t.peak_bytes[k]);
   t.provenance.versions.push_back({"simgrid", simgrid_version()});
   r.activities = out.activities;
   r.wall_s = out.wall_s;

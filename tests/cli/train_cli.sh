@@ -70,6 +70,20 @@ PY
 "$bin" simulate --model tiny --hardware "$tmp/dev.json" --ds-config "$cfg" --raw-trace "$tmp/dp.json" >/dev/null \
   && "$bin" compare "$tmp/dp.json" "$tmp/dt.json" >"$tmp/dc" || err "simulate and compare with the device profile"
 grep -q "^  forward " "$tmp/dc" || err "compare with the device profile: no forward row"
+# Memory: `simulate` prices a PyTorch run's fixed bytes (CUDA context, Python process), the engine has none;
+# compare sets them apart, and the tensors' peaks agree.
+grep -q "^peak memory (tensors; the framework's fixed bytes apart)" "$tmp/dc" \
+  && grep -q "^  framework's fixed bytes (CUDA context, allocator reserve, Python process): gpu 1.0 GiB predicted" "$tmp/dc" \
+  || err "compare's memory rows: $(sed -n '/^peak memory/,/^$/p' "$tmp/dc")"
+"$bin" compare "$tmp/dp.json" "$tmp/dt.json" --json >"$tmp/dcj" || err "compare --json rc=$?"
+python3 - "$tmp/dcj" <<'PY' || err "compare --json memory"
+import json, sys
+m = json.load(open(sys.argv[1]))["peak_bytes"]
+assert m["gpu"]["predicted_overhead"] >= 1 << 30 and m["gpu"]["measured_overhead"] == 0, m
+assert m["cpu"]["predicted_overhead"] == 3 << 30 and m["cpu"]["measured_overhead"] == 0, m
+for t in ("gpu", "cpu"):
+    assert abs(m[t]["error"]) < 0.05, (t, m[t])
+PY
 "$bin" train --model tiny --hardware ci-2core --ds-config "$cfg" --steps 1 --write-device-profile "$tmp/dev1.json" \
   >/dev/null 2>&1 || err "device profile of one step rc=$?"
 grep -q "the pass after step 0" "$tmp/dev1.json" || err "one step's profile: not its own pass"

@@ -70,6 +70,23 @@ TEST_CASE("the ledger is the running sum of the ops' deltas; peaks sit on an op"
   CHECK(p.static_bytes[0] + p.ledger[static_cast<size_t>(p.peak_op[0])][0] == p.peak_bytes[0]);
   // The GPU peaks in backward, where activations, gathered parameters and full gradients meet.
   CHECK(p.ops[static_cast<size_t>(p.peak_op[0])].phase == Phase::backward);
+  // The framework's fixed bytes within static_bytes: fit's CUDA context and allocator reserve on the GPU, the
+  // Python processes on the host; none in a plan with the engine's options (no framework).
+  const auto s = strategy(R"({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
+                       "bf16": {"enabled": true}, "zero_optimization": {"stage": 3,
+                       "offload_optimizer": {"device": "cpu"}}})",
+                          m, 8, 1, true, 1024);
+  const MemoryReport r = memory_model(m, hardware("dgx-a100-80gb"), s);
+  CHECK(p.overhead_bytes[0] == r.tier(Tier::gpu).item("cuda_context") + r.tier(Tier::gpu).item("allocator_reserve"));
+  CHECK(p.overhead_bytes[0] > int64_t{1} << 30);
+  CHECK(p.overhead_bytes[1] == r.tier(Tier::cpu).item("host_process"));
+  CHECK(p.overhead_bytes[1] == 8 * (int64_t{3} << 30));  // per node: 3 GiB for each of its 8 ranks
+  CHECK(p.overhead_bytes[2] == 0);
+  PlanOptions bare;
+  bare.memory.cuda_context_GiB = bare.memory.allocator_reserve_frac = bare.memory.host_process_GiB = 0;
+  const Plan q = make_plan(m, hardware("dgx-a100-80gb"), s, bare);
+  CHECK(q.overhead_bytes == std::array<int64_t, 3>{0, 0, 0});
+  CHECK(q.static_bytes[0] == p.static_bytes[0] - p.overhead_bytes[0]);
 }
 
 TEST_CASE("an infeasible plan names the op where a tier overflows", "[plan][memory]") {

@@ -20,6 +20,7 @@ core::Trace sample_trace() {
   t.schedule = "deepspeed";
   t.step_time_s = 1.2345678901234567;
   t.peak_bytes = {123456789012, 5, 0};
+  t.overhead_bytes = {1073741824, 4, 0};
   t.provenance.command_line = "zerosim simulate --model tiny";
   t.provenance.git_commit = "abc123";
   t.provenance.created_utc = "2025-01-01T00:00:00Z";
@@ -79,6 +80,7 @@ TEST_CASE("trace JSON round-trips exactly", "[trace]") {
   CHECK(u.schedule == t.schedule);
   CHECK(u.step_time_s == t.step_time_s);
   CHECK(u.peak_bytes == t.peak_bytes);
+  CHECK(u.overhead_bytes == t.overhead_bytes);
   CHECK(u.provenance.command_line == t.provenance.command_line);
   auto hashes = t.provenance.input_hashes;  // read back in key order
   std::sort(hashes.begin(), hashes.end());
@@ -121,6 +123,20 @@ TEST_CASE("a bad trace file names the path, key and allowed values", "[trace]") 
     std::remove(path.c_str());
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.error().message, Catch::Contains("zerosim-trace"));
+  }
+  SECTION("framework bytes above the peak; absent in an older trace: none") {
+    j["overhead_bytes"]["cpu"] = 6;
+    const std::string path = temp_file(j.dump());
+    auto r = core::trace_from_json_file(path);
+    std::remove(path.c_str());
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.error().message, Catch::Contains("overhead_bytes.cpu") && Catch::Contains("exceeds peak_bytes.cpu"));
+    j.erase("overhead_bytes");
+    const std::string old = temp_file(j.dump());
+    auto o = core::trace_from_json_file(old);
+    std::remove(old.c_str());
+    REQUIRE(o.ok());
+    CHECK(o->overhead_bytes == std::array<int64_t, 3>{0, 0, 0});
   }
   SECTION("an event that ends before it starts") {
     j["events"][0]["end_s"] = 0.0;
