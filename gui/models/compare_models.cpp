@@ -44,6 +44,13 @@ double PhaseModel::max_abs_error() const {
   return e;
 }
 
+const PhaseRow* PhaseModel::largest_phase_error() const {
+  const PhaseRow* best = nullptr;
+  for (size_t i = 0; i < std::min<size_t>(3, rows_.size()); ++i)  // phase_rows: forward, backward, optimizer first
+    if (!best || std::abs(rows_[i].error()) > std::abs(best->error())) best = &rows_[i];
+  return best;
+}
+
 int PhaseModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : static_cast<int>(rows_.size()); }
 int PhaseModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 

@@ -29,8 +29,12 @@ class PhaseModel : public QAbstractTableModel {
   explicit PhaseModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
   void set_rows(std::vector<PhaseRow> rows);
   const std::vector<PhaseRow>& rows() const { return rows_; }
-  // Largest |error| over the rows (the headline number).
+  // Largest |error| over all rows, the exposure rows included.
   double max_abs_error() const;
+  // The phase (forward, backward, optimizer) with the largest |error|: the headline's. Exposure rows are left
+  // out: a few microseconds exposed in one trace and none in the other read as ±100% and say nothing of the step.
+  // Null without rows.
+  const PhaseRow* largest_phase_error() const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;

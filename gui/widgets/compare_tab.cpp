@@ -172,9 +172,13 @@ void CompareTab::update_views() {
   phases_.set_rows(phase_rows(pred, meas));
   if (have_pred) {
     const double err = meas.step_time_s > 0 ? (pred.step_time_s - meas.step_time_s) / meas.step_time_s : 0;
-    headline_->setText(QStringLiteral("Step: predicted %1, measured %2 (error %3%4)  ·  largest phase error %5%6")
+    const PhaseRow* worst = phases_.largest_phase_error();
+    const double werr = worst ? worst->error() : 0;
+    headline_->setText(QStringLiteral("Step: predicted %1, measured %2 (error %3%4)  ·  largest phase error: %5 %6%7%8")
                            .arg(fmt::duration(pred.step_time_s), fmt::duration(meas.step_time_s),
-                                err >= 0 ? QStringLiteral("+") : QString(), fmt::percent(err), fmt::percent(phases_.max_abs_error()), how));
+                                err >= 0 ? QStringLiteral("+") : QString(), fmt::percent(err),
+                                worst ? worst->label : QStringLiteral("—"), werr >= 0 ? QStringLiteral("+") : QString(),
+                                fmt::percent(werr), how));
   } else {
     headline_->setText(QStringLiteral("Measured %1 per step. Simulate (F5) to put the prediction beside it.")
                            .arg(fmt::duration(meas.step_time_s)));

@@ -36,6 +36,7 @@ class CompareTab : public QWidget {
   PhaseModel* phase_model() { return &phases_; }
   TimelineModel* predicted_model() { return &predicted_lanes_; }
   TimelineModel* measured_model() { return &measured_lanes_; }
+  const MemoryCharts* memory_charts() const { return memory_; }
   void zoom_in();
   void zoom_out();
   void fit();

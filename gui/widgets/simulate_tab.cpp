@@ -34,30 +34,59 @@ void MemoryCharts::set(const Prediction& p, const Prediction* m) {
   for (size_t t = 0; t < 3; ++t) {
     const bool used = p.peak_bytes[t] > 0 || (m && m->peak_bytes[t] > 0);
     charts_[t]->setVisible(used || t == 0);
+    data_[t] = {};
     if (!used && t != 0) continue;
-    charts::LineChartData d;
-    d.title = m ? QStringLiteral("%1 (s) — peak %2, measured %3 (dashed)")
-                      .arg(QString::fromUtf8(short_names[t]), fmt::bytes(p.peak_bytes[t]), fmt::bytes(m->peak_bytes[t]))
-                : QStringLiteral("%1 over the step (s) — peak %2 of %3")
-                      .arg(QString::fromUtf8(names[t]), fmt::bytes(p.peak_bytes[t]), fmt::bytes(p.capacity_bytes[t]));
+    // Against a measurement, both lines are the tensors' bytes: a trace's overhead_bytes (the CUDA context, the
+    // allocator's reserve, the Python processes that simulate prices) are the framework's, and the engine's trace
+    // has none, as `zerosim compare` sets them apart.
+    const int64_t p_fixed = m ? p.trace.overhead_bytes[t] : 0, m_fixed = m ? m->trace.overhead_bytes[t] : 0;
+    charts::LineChartData& d = data_[t];
+    if (m) {
+      d.title = QStringLiteral("%1, tensors (s) — peak %2, measured %3 (dashed)")
+                    .arg(QString::fromUtf8(short_names[t]), fmt::bytes(p.peak_bytes[t] - p_fixed),
+                         fmt::bytes(m->peak_bytes[t] - m_fixed));
+      if (p_fixed > 0 || m_fixed > 0)
+        d.title += QStringLiteral(
+                       "<br><span style=\"font-weight:normal\">the framework's fixed bytes apart: %1 "
+                       "predicted, %2 measured</span>")
+                       .arg(fmt::bytes(p_fixed), fmt::bytes(m_fixed));
+    } else {
+      d.title = QStringLiteral("%1 over the step (s) — peak %2 of %3")
+                    .arg(QString::fromUtf8(names[t]), fmt::bytes(p.peak_bytes[t]), fmt::bytes(p.capacity_bytes[t]));
+    }
     d.legend = false;  // the title says which line is which; small charts keep their height for the plot
-    d.y_label = QStringLiteral("GiB");
-    auto series = [&](const Prediction& src, const QString& name, bool dashed, bool area, QColor color) {
+    auto series = [&](const Prediction& src, int64_t fixed, const QString& name, bool dashed, bool area, QColor color) {
       charts::LineSeries s;
       s.name = name;
       s.color = color;
       s.dashed = dashed;
       s.area = area;
-      for (const auto& x : src.trace.memory) s.points.emplace_back(x.t_s, x.bytes[t] / core::kGiB);
-      if (!s.points.empty() && src.step_time_s > s.points.back().x()) s.points.emplace_back(src.step_time_s, s.points.back().y());
+      for (const auto& x : src.trace.memory) s.points.emplace_back(x.t_s, static_cast<double>(x.bytes[t] - fixed));
+      if (!s.points.empty() && src.step_time_s > s.points.back().x())
+        s.points.emplace_back(src.step_time_s, s.points.back().y());
       return s;
     };
-    d.series.push_back(series(p, m ? QStringLiteral("predicted") : QStringLiteral("occupancy"), false, !m, fmt::tier_color(static_cast<int>(t))));
-    if (m) d.series.push_back(series(*m, QStringLiteral("measured"), true, false, QColor(0x33, 0x33, 0x33)));
-    if (p.capacity_bytes[t] > 0 && p.capacity_bytes[t] < 4 * std::max<int64_t>(p.peak_bytes[t], 1)) {
-      d.reference = p.capacity_bytes[t] / core::kGiB;
+    d.series.push_back(series(p, p_fixed, m ? QStringLiteral("predicted") : QStringLiteral("occupancy"), false, !m,
+                              fmt::tier_color(static_cast<int>(t))));
+    if (m) d.series.push_back(series(*m, m_fixed, QStringLiteral("measured"), true, false, QColor(0x33, 0x33, 0x33)));
+    // Capacity bounds the whole process, not the tensors: drawn on the prediction alone.
+    double top = 0;
+    if (!m && p.capacity_bytes[t] > 0 && p.capacity_bytes[t] < 4 * std::max<int64_t>(p.peak_bytes[t], 1)) {
+      d.reference = static_cast<double>(p.capacity_bytes[t]);
       d.reference_label = QStringLiteral("capacity");
+      top = *d.reference;
     }
+    // The axis in the unit of the largest value, so that a tiny model's MiB do not all read "0.0 GiB".
+    for (const auto& s : d.series)
+      for (const auto& q : s.points) top = std::max(top, q.y());
+    constexpr double kMiB = 1024.0 * 1024.0;
+    const double unit = top >= core::kGiB ? core::kGiB : top >= kMiB ? kMiB : 1024.0;
+    d.y_label = unit == core::kGiB ? QStringLiteral("GiB")
+                : unit == kMiB     ? QStringLiteral("MiB")
+                                   : QStringLiteral("KiB");
+    for (auto& s : d.series)
+      for (auto& q : s.points) q.setY(q.y() / unit);
+    if (d.reference) *d.reference /= unit;
     charts_[t]->set_data(d);
   }
 }

@@ -5,10 +5,11 @@
 #pragma once
 
 #include <QWidget>
-
+#include <array>
 #include <functional>
 #include <memory>
 
+#include "gui/charts/charts.h"
 #include "gui/models/jobs.h"
 #include "gui/models/key_value_model.h"
 #include "gui/models/timeline_model.h"
@@ -30,11 +31,15 @@ class TimelineView;
 class MemoryCharts : public QWidget {
  public:
   explicit MemoryCharts(QWidget* parent = nullptr);
-  // `measured` (optional) is overlaid dashed.
+  // `measured` (optional) is overlaid dashed; then both lines are the tensors' bytes, each trace's
+  // overhead_bytes (the framework's fixed bytes) set apart and named in the title.
   void set(const Prediction& predicted, const Prediction* measured = nullptr);
+  // What each tier's chart shows (gpu, cpu, nvme); an empty title where the tier has no chart.
+  const charts::LineChartData& data(size_t tier) const { return data_.at(tier); }
 
  private:
   charts::LineChart* charts_[3] = {};
+  std::array<charts::LineChartData, 3> data_;
 };
 
 class SimulateTab : public QWidget {

@@ -192,6 +192,15 @@ class TestGuiModels : public QObject {
     QCOMPARE(m.index(2, PhaseModel::Error).data().toString(), QStringLiteral("+33%"));
     QCOMPARE(m.index(4, PhaseModel::Measured).data().toString(), QStringLiteral("—"));  // absent in the measurement
     QCOMPARE(m.max_abs_error(), 1.0 / 3.0);
+    QCOMPARE(m.largest_phase_error()->label, QStringLiteral("optimizer"));
+    // An exposure measured where none was predicted is −100%: in the rows, not in the headline's phase.
+    q.exposed = {{"gpu_collectives", "GPU collectives", 1, 5e-6}};
+    m.set_rows(phase_rows(p, q));
+    QCOMPARE(m.max_abs_error(), 1.0);
+    QCOMPARE(m.largest_phase_error()->label, QStringLiteral("optimizer"));
+    QCOMPARE(m.largest_phase_error()->error(), 1.0 / 3.0);
+    m.set_rows({});
+    QVERIFY(m.largest_phase_error() == nullptr);
   }
 
   void sweepModel() {

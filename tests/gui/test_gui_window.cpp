@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include "core/json_reader.h"
+#include "gui/models/format.h"
 #include "gui/models/jobs.h"
 #include "gui/widgets/compare_tab.h"
 #include "gui/widgets/explore_tab.h"
@@ -63,6 +64,42 @@ class TestGuiWindow : public QObject {
     QVERIFY(pm->rowCount() >= 4);
     QVERIFY(pm->max_abs_error() < 1e-9);
     QCOMPARE(w.compare()->measured_model()->lanes(), w.compare()->predicted_model()->lanes());
+    // Memory against a measurement: the tensors' bytes, the framework's fixed bytes set apart. An engine's trace has
+    // none; the same timeline without them shows the same tensor peak on both lines.
+    QVERIFY(p.trace.overhead_bytes[0] > 0);
+    const double tensors = static_cast<double>(p.peak_bytes[0] - p.trace.overhead_bytes[0]);
+    // A series' largest value in bytes (the chart's unit is its y label).
+    auto series_max = [](const charts::LineChartData& d, size_t i) {
+      const double unit = d.y_label == QStringLiteral("GiB")   ? core::kGiB
+                          : d.y_label == QStringLiteral("MiB") ? 1048576.0
+                                                               : 1024.0;
+      double y = -1;
+      for (const auto& q : d.series.at(i).points) y = std::max(y, q.y());
+      return y * unit;
+    };
+    {
+      const auto& d = w.compare()->memory_charts()->data(0);
+      QVERIFY2(d.title.contains(QStringLiteral("tensors")), qPrintable(d.title));
+      QCOMPARE(d.series.size(), size_t{2});
+      QVERIFY(std::abs(series_max(d, 0) - tensors) < 1e-6 * tensors);
+      QVERIFY(std::abs(series_max(d, 1) - tensors) < 1e-6 * tensors);
+    }
+    core::Trace engine_like = p.trace;
+    for (auto& x : engine_like.memory)
+      for (size_t t = 0; t < 3; ++t) x.bytes[t] -= engine_like.overhead_bytes[t];
+    for (size_t t = 0; t < 3; ++t) engine_like.peak_bytes[t] -= engine_like.overhead_bytes[t];
+    engine_like.overhead_bytes = {};
+    const QString engine_path = dir.filePath(QStringLiteral("engine.json"));
+    QVERIFY(core::write_file_atomic(engine_path.toStdString(), core::trace_to_json(engine_like)).ok());
+    QVERIFY2(w.load_trace(engine_path), qPrintable(w.last_error()));
+    {
+      const auto& d = w.compare()->memory_charts()->data(0);
+      QVERIFY2(d.title.contains(fmt::bytes(p.trace.overhead_bytes[0]) + QStringLiteral(" predicted")),
+               qPrintable(d.title));
+      QVERIFY(std::abs(series_max(d, 0) - tensors) < 1e-6 * tensors);
+      QVERIFY(std::abs(series_max(d, 1) - tensors) < 1e-6 * tensors);
+      QVERIFY(!d.reference.has_value());  // capacity bounds the process, not its tensors
+    }
     QVERIFY(!w.load_trace(dir.filePath(QStringLiteral("none.json"))));
     // Scenario edits mark the result stale but keep it.
     QVERIFY(w.explore()->set_knob(Knob::micro_batch, "2"));
