@@ -2,7 +2,7 @@
 // streams (work handed from a busy stream to one that is polling, and to one that has gone to sleep), against the
 // machine's own floor measured in the same run: a bare condition-variable wake of a sleeping thread.
 //   bench_handoff [REPS]
-// Prints medians and each figure ÷ the bare wake-up (the ratio); docs/VALIDATION.md "Engine" uses them.
+// Prints medians and each figure ÷ the bare wake-up (the ratio); docs/notes/engine-validation.md "Engine" uses them.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>

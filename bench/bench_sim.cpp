@@ -72,9 +72,7 @@ bool run_scenario(const Scenario& sc, Run* out) {
     std::fprintf(stderr, "bench_sim: %s does not fit: %s\n", sc.label, plan.infeasible_reason.c_str());
     return false;
   }
-  core::CostModel cost = core::cost_model_for(*h, s->model_dtype());
-  core::apply_model_shapes(cost, *m, s->micro_batch_per_gpu * s->run.seq_len);
-  core::apply_aio(cost, *h, s->aio);
+  core::CostModel cost = core::cost_model_for_run(*h, *m, *s);
   sim::SimOptions so;
   so.nodes = sc.nodes;
   so.gpus_per_node = sc.gpus_per_node;

@@ -59,7 +59,6 @@ struct Opts {
   int64_t swap_chunk = 0;
   std::string device_profile;
   double comm_timeout_s = 300;
-  bool bind_cores = false;
 };
 
 ordered_json tiers_json(const std::array<int64_t, 3>& b) { return {{"gpu", b[0]}, {"cpu", b[1]}, {"nvme", b[2]}}; }
@@ -191,7 +190,7 @@ void run_train(const Opts& o, int& exit_code) {
 
   std::string binding;
   int adam_threads = o.cpu_adam_threads;
-  if (o.bind_cores) {  // before the device and the engine start their threads: they inherit the set
+  if (o.in.bind_cores_to_rank) {  // before the device and the engine start their threads: they inherit the set
     auto b = exec::bind_cores_to_rank(G.local_rank, G.local_size);
     if (!b) return fail(b.error().message, 3);
     binding = b->text;
@@ -229,7 +228,7 @@ void run_train(const Opts& o, int& exit_code) {
   // module times: a pass over every module runs after each step (after every k-th in a run of over 256 steps, so
   // at most 256 passes), and the profile takes each module's median over the passes after the steps the typical step
   // is chosen from (below). A shared VM's speed switches between states
-  // ~1.6x apart every ~0.1 s and drifts over seconds (docs/VALIDATION.md "Module times sampled through the run"), so
+  // ~1.6x apart every ~0.1 s and drifts over seconds (docs/notes/engine-validation.md "Module times sampled through the run"), so
   // sessions before and after the run priced a step made at another speed; samples spread through the run meet the
   // same mix of states as its steps.
   std::optional<exec::HostDeviceProbe> device_probe;
@@ -582,9 +581,6 @@ void add_train(CLI::App& app, int& exit_code) {
                   "under mpirun: a collective not complete within this many seconds fails with the op and the "
                   "missing ranks named, and every rank stops (MPI_Abort)")
       ->capture_default_str();
-  sub->add_flag("--bind-cores-to-rank", o->bind_cores,
-                "pin each rank (its CPU Adam threads included) to a disjoint set of this node's CPUs (DeepSpeed's "
-                "--bind_cores_to_rank); more ranks than CPUs share one core each");
   sub->add_option("--write-device-profile", o->device_profile,
                   "measure the host device's kernels (GEMM, memory-bound, copies) at this model's shapes and write "
                   "--hardware with those figures to FILE.json, for `simulate` (docs/ENGINE.md)");

@@ -24,7 +24,38 @@ void add_input_flags(CLI::App& sub, InputFlags& f, bool model_required) {
   sub.add_option("--grad-accum", f.grad_accum, "value for \"auto\" gradient_accumulation_steps (HF default 1)");
   sub.add_flag("--checkpoint-activations", f.checkpoint_activations,
                "activation checkpointing per block (HF gradient_checkpointing); implied by an activation_checkpointing block");
+  sub.add_option("--launcher", f.launcher,
+                 "how the ranks are started: deepspeed, torchrun or accelerate (sets each rank's CPU threads)")
+      ->capture_default_str();
+  sub.add_option("--omp-threads", f.omp_threads, "OMP_NUM_THREADS per rank as you export it (default: the launcher's)");
+  sub.add_flag("--bind-cores-to-rank", f.bind_cores_to_rank, "deepspeed --bind_cores_to_rank: the cores split over ranks");
+  sub.add_option("--attn-implementation", f.attn_implementation,
+                 "HF attn_implementation: eager, sdpa (HF's default) or flash_attention_2")
+      ->capture_default_str();
 }
+
+namespace {
+
+core::Result<core::LaunchSettings> launch_settings(const InputFlags& f) {
+  core::LaunchSettings l;
+  auto launcher = core::parse_launcher(f.launcher);
+  if (!launcher) return core::bad_input("--launcher \"" + f.launcher + "\" is not one of deepspeed, torchrun, accelerate");
+  l.launcher = *launcher;
+  auto attn = core::parse_attn_implementation(f.attn_implementation);
+  if (!attn)
+    return core::bad_input("--attn-implementation \"" + f.attn_implementation +
+                           "\" is not one of eager, sdpa, flash_attention_2");
+  l.attn_implementation = *attn;
+  if (f.omp_threads < 0 || f.omp_threads > (1 << 16))
+    return core::bad_input("--omp-threads " + std::to_string(f.omp_threads) + ": must be between 1 and 65536");
+  if (f.omp_threads > 0) l.omp_threads_per_rank = f.omp_threads;
+  if (f.bind_cores_to_rank && l.launcher != core::Launcher::deepspeed)
+    return core::bad_input("--bind-cores-to-rank is the deepspeed launcher's flag; --launcher is " + f.launcher);
+  l.bind_cores_to_rank = f.bind_cores_to_rank;
+  return l;
+}
+
+}  // namespace
 
 core::Result<Inputs> load_inputs(const InputFlags& f) {
   Inputs in;
@@ -51,6 +82,9 @@ core::Result<Inputs> load_inputs(const InputFlags& f) {
   run.checkpoint_activations = f.checkpoint_activations;
   if (f.micro_batch > 0) run.hf_micro_batch = f.micro_batch;
   if (f.grad_accum > 0) run.hf_grad_accum = f.grad_accum;
+  auto launch = launch_settings(f);
+  if (!launch) return launch.error();
+  run.launch = *launch;
   auto s = core::load_strategy(f.ds_config, run);
   if (!s) return s.error();
   in.strategy = std::move(*s);

@@ -27,6 +27,10 @@ struct InputFlags {
   int64_t micro_batch = 0;    // for "auto" (HF per_device_train_batch_size); 0: HF default
   int64_t grad_accum = 0;     // for "auto" (HF gradient_accumulation_steps); 0: HF default
   bool checkpoint_activations = false;
+  std::string launcher = "deepspeed";      // deepspeed | torchrun | accelerate
+  int64_t omp_threads = 0;                 // OMP_NUM_THREADS per rank as exported; 0: the launcher's rule
+  bool bind_cores_to_rank = false;         // deepspeed --bind_cores_to_rank
+  std::string attn_implementation = "sdpa";  // HF attn_implementation: eager | sdpa | flash_attention_2
 };
 
 struct Inputs {
@@ -36,7 +40,8 @@ struct Inputs {
 };
 
 // Registers --model/-m, --hardware, --ds-config/-c, --nodes, --gpus-per-node, --seq-len, --micro-batch,
-// --grad-accum, --checkpoint-activations on a subcommand.
+// --grad-accum, --checkpoint-activations, and the launch flags (--launcher, --omp-threads, --bind-cores-to-rank,
+// --attn-implementation) on a subcommand.
 void add_input_flags(CLI::App& sub, InputFlags& f, bool model_required = true);
 core::Result<Inputs> load_inputs(const InputFlags& f);
 

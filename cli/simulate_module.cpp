@@ -18,6 +18,8 @@
 #include "core/memory.h"
 #include "core/plan.h"
 #include "core/trace.h"
+#include "sim/advice.h"
+#include "sim/predict.h"
 #include "sim/requirements.h"
 #include "sim/simulator.h"
 #include "sim/summary.h"
@@ -41,6 +43,11 @@ std::string command_line(const Opts& o, const Inputs& in) {
   if (o.in.micro_batch) c += " --micro-batch " + std::to_string(o.in.micro_batch);
   if (o.in.grad_accum) c += " --grad-accum " + std::to_string(o.in.grad_accum);
   if (in.strategy.run.checkpoint_activations) c += " --checkpoint-activations";
+  const core::LaunchSettings& l = in.strategy.run.launch;
+  c += " --launcher " + core::to_string(l.launcher);
+  if (l.omp_threads_per_rank) c += " --omp-threads " + std::to_string(*l.omp_threads_per_rank);
+  if (l.bind_cores_to_rank) c += " --bind-cores-to-rank";
+  c += " --attn-implementation " + core::to_string(l.attn_implementation);
   return c;
 }
 
@@ -81,6 +88,36 @@ int report_not_fitting(const Opts& o, const Inputs& in, const core::Plan& plan) 
   for (size_t i = 0; i < sug.size() && i < 5; ++i)
     std::printf("  %s %s\n", sug[i].fits ? "✓" : "-", sug[i].text.c_str());
   return 1;
+}
+
+ordered_json part_json(const sim::StepPart& p) {
+  return {{"key", p.key},         {"label", p.label},         {"resource", p.resource},
+          {"ops", p.ops},         {"bytes", p.bytes},         {"elements", p.elements},
+          {"busy_s", p.busy_s},   {"exposed_s", p.exposed_s}, {"rate_GBps", p.rate_Bps / 1e9},
+          {"pageable", p.pageable}};
+}
+
+// What the step's CPU side ran on and every optimizer pass and copy (sim/breakdown.h), and the advice.
+void breakdown_json(ordered_json& j, const sim::Breakdown& b, const std::vector<sim::Advice>& advice,
+                    const core::LaunchSettings& l) {
+  j["launch"] = {{"launcher", core::to_string(l.launcher)},
+                 {"omp_threads_per_rank", l.omp_threads_per_rank ? ordered_json(*l.omp_threads_per_rank)
+                                                                 : ordered_json(nullptr)},
+                 {"bind_cores_to_rank", l.bind_cores_to_rank},
+                 {"attn_implementation", core::to_string(l.attn_implementation)},
+                 {"cpu_threads_per_rank", b.threads.per_rank},
+                 {"ranks_per_node", b.threads.ranks_per_node},
+                 {"cpu_threads_running", b.threads.active},
+                 {"core_GBps", b.threads.core_GBps},
+                 {"why", b.threads.why}};
+  ordered_json passes = ordered_json::array(), copies = ordered_json::array(), adv = ordered_json::array();
+  for (const auto& p : b.passes) passes.push_back(part_json(p));
+  for (const auto& p : b.copies) copies.push_back(part_json(p));
+  for (const auto& a : advice)
+    adv.push_back({{"change", a.change}, {"hides", a.hides}, {"step_time_s", a.step_time_s}, {"saved_s", a.saved_s}});
+  j["optimizer_passes"] = passes;
+  j["copies"] = copies;
+  j["advice"] = adv;
 }
 
 ordered_json summary_json(const Opts& o, const Inputs& in, const core::Plan& plan, const sim::SimResult& r,
@@ -156,7 +193,7 @@ ordered_json summary_json(const Opts& o, const Inputs& in, const core::Plan& pla
 }
 
 void print_human(const Opts& o, const Inputs& in, const core::Plan& plan, const sim::SimResult& r,
-                 const sim::Summary& s) {
+                 const sim::Summary& s, const sim::Breakdown& b, const std::vector<sim::Advice>& advice) {
   const auto& st = in.strategy;
   std::printf("%s on %s: %lld node x %lld GPU, %s, schedule %s\n", in.model.name.c_str(), in.hardware.name.c_str(),
               static_cast<long long>(st.run.nodes), static_cast<long long>(st.run.gpus_per_node), st.source.c_str(),
@@ -166,7 +203,13 @@ void print_human(const Opts& o, const Inputs& in, const core::Plan& plan, const 
               core::to_string(st.zero.offload_param.device).c_str(), core::to_string(st.model_dtype()).c_str(),
               static_cast<long long>(st.run.seq_len), static_cast<long long>(st.micro_batch_per_gpu),
               static_cast<long long>(st.gradient_accumulation_steps));
+  const core::LaunchSettings& l = st.run.launch;
+  std::printf("launch: %s%s, attention %s; CPU threads: %s\n\n", core::to_string(l.launcher).c_str(),
+              l.bind_cores_to_rank ? " --bind_cores_to_rank" : "", core::to_string(l.attn_implementation).c_str(),
+              b.threads.why.c_str());
   std::cout << sim::summary_text(s);
+  std::cout << sim::breakdown_text(b);
+  if (!advice.empty()) std::cout << "to hide what is exposed (each simulated):\n" << sim::advice_text(advice, s.step_time_s);
   std::printf("memory peak      GPU %s per rank, CPU %s per node, NVMe %s per node (simulated timeline)\n",
               core::format_bytes(s.peak_bytes[0]).c_str(), core::format_bytes(s.peak_bytes[1]).c_str(),
               core::format_bytes(s.peak_bytes[2]).c_str());
@@ -183,37 +226,37 @@ void run_simulate(const Opts& o, int& exit_code) {
     exit_code = exit_code_for(in.error());
     return;
   }
-  core::PlanOptions po;
-  po.schedule = *core::parse_schedule(o.schedule);
-  const core::Plan plan = core::make_plan(in->model, in->hardware, in->strategy, po);
+  const core::Schedule schedule = *core::parse_schedule(o.schedule);
+  auto pred = sim::predict(in->model, in->hardware, in->strategy, schedule, o.target_efficiency);
+  if (!pred) {
+    std::cerr << "zerosim simulate: " << pred.error().message << "\n";
+    exit_code = exit_code_for(pred.error());
+    return;
+  }
+  const core::Plan& plan = pred->plan;
   if (!plan.feasible) {
     exit_code = report_not_fitting(o, *in, plan);
     return;
   }
-  core::CostModel cost = core::cost_model_for(in->hardware, in->strategy.model_dtype());
-  core::apply_model_shapes(cost, in->model, in->strategy.micro_batch_per_gpu * in->strategy.run.seq_len);
-  core::apply_aio(cost, in->hardware, in->strategy.aio);
-  sim::SimOptions so;
-  so.nodes = in->strategy.run.nodes;
-  so.gpus_per_node = in->strategy.run.gpus_per_node;
-  auto r = sim::simulate(plan, cost, so);
-  if (!r) {
-    std::cerr << "zerosim simulate: " << r.error().message << "\n";
-    exit_code = exit_code_for(r.error());
-    return;
-  }
-  sim::SummaryOptions sopt;
-  sopt.samples_per_step = in->strategy.train_batch_size;
-  sopt.target_efficiency = o.target_efficiency;
-  sim::Summary s = sim::summarize(plan, *r, sopt);
+  sim::SimResult* r = &pred->result;
+  sim::Summary& s = pred->summary;
   if (o.target_given) {
-    auto req = sim::simulate_requirements(plan, cost, so, s, o.target_efficiency);
+    sim::SimOptions so;
+    so.nodes = in->strategy.run.nodes;
+    so.gpus_per_node = in->strategy.run.gpus_per_node;
+    auto req = sim::simulate_requirements(plan, pred->cost, so, s, o.target_efficiency);
     if (!req) {
       std::cerr << "zerosim simulate: " << req.error().message << "\n";
       exit_code = exit_code_for(req.error());
       return;
     }
     s.required = std::move(*req);
+  }
+  auto advice = sim::advise(in->model, in->hardware, in->strategy, schedule, *pred);
+  if (!advice) {
+    std::cerr << "zerosim simulate: " << advice.error().message << "\n";
+    exit_code = exit_code_for(advice.error());
+    return;
   }
 
   r->trace.provenance = provenance_for(*in, command_line(o, *in));
@@ -227,10 +270,13 @@ void run_simulate(const Opts& o, int& exit_code) {
       return;
     }
   }
-  if (o.json)
-    std::cout << summary_json(o, *in, plan, *r, s).dump(2) << "\n";
-  else
-    print_human(o, *in, plan, *r, s);
+  if (o.json) {
+    ordered_json j = summary_json(o, *in, plan, *r, s);
+    breakdown_json(j, pred->breakdown, *advice, in->strategy.run.launch);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_human(o, *in, plan, *r, s, pred->breakdown, *advice);
+  }
   exit_code = 0;
 }
 

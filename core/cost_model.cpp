@@ -9,15 +9,26 @@ namespace zs::core {
 namespace {
 
 // Sources and reasoning per row: docs/SIM.md "GPU-type defaults".
+// Attention: FlashAttention's published forward + backward benchmark (causal, head dim 128, sequence 2k-8k):
+// A100 FlashAttention-2 155-182 TFLOPS of 312, PyTorch eager 32-34; H100 FA2 265-308 of 989, eager 57-63.
+// Host time: an HF eager training step's host time per kernel, 15 us (eager vs CUDA-graph step of the same model).
+constexpr double kHostPerKernelS = 15e-6;
 constexpr GpuTypeDefaults kGpuTypes[] = {
-    {"V100", 80, 128, 128, 0.78, 0.85, 5e-6},  {"A100", 108, 128, 256, 0.82, 0.88, 4e-6},
-    {"H100", 132, 128, 256, 0.72, 0.88, 4e-6}, {"H200", 132, 128, 256, 0.72, 0.88, 4e-6},
-    {"4090", 128, 128, 128, 0.80, 0.90, 4e-6}, {"A6000", 84, 128, 128, 0.80, 0.90, 4e-6},
-    {"", 80, 128, 128, 0.70, 0.85, 5e-6},
+    {"V100", 80, 128, 128, 0.78, 0.85, 5e-6, 0, 0, kHostPerKernelS, true},
+    {"A100", 108, 128, 256, 0.82, 0.88, 4e-6, 0.54, 0.105, kHostPerKernelS, true},
+    {"H100", 132, 128, 256, 0.72, 0.88, 4e-6, 0.29, 0.061, kHostPerKernelS, true},
+    {"H200", 132, 128, 256, 0.72, 0.88, 4e-6, 0.29, 0.061, kHostPerKernelS, true},
+    {"GH200", 132, 128, 256, 0.72, 0.88, 4e-6, 0.29, 0.061, kHostPerKernelS, true},
+    {"4090", 128, 128, 128, 0.80, 0.90, 4e-6, 0, 0, kHostPerKernelS, true},
+    {"A6000", 84, 128, 128, 0.80, 0.90, 4e-6, 0, 0, kHostPerKernelS, true},
+    {"host", 80, 128, 128, 0.70, 0.85, 5e-6, 0, 0, 0, false},  // zerosim's host device: its own kernels
+    {"", 80, 128, 128, 0.70, 0.85, 5e-6, 0, 0, kHostPerKernelS, true},
 };
+// Eager attention over the fused kernel on the GPU that has both figures (A100: 33 / 168 TFLOPS), for GPU types
+// with no eager figure of their own.
+constexpr double kEagerOverFusedAttention = 0.105 / 0.54;
 
 // Host-side defaults (docs/SIM.md "CPU, PCIe, NVMe, network defaults").
-constexpr double kCpuAdamParamsPerCoreS = 0.3e9;  // per-core streaming ~8-12 GB/s ÷ 28 B/param
 constexpr double kDramAdamEfficiency = 0.65;      // 7 concurrent streams (p, g, m, v) vs datasheet
 constexpr double kDramStreamEfficiency = 0.75;    // STREAM triad vs datasheet on 2-socket Xeons
 constexpr double kPageableFraction = 0.5;         // pageable copies stage through a driver bounce buffer
@@ -36,6 +47,91 @@ std::string fmt(const char* f, double a, double b = 0) {
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// One core's streaming bandwidth by CPU type, for profiles that state none (docs/SIM.md "CPU-type defaults" gives
+// each row's source: a single-threaded STREAM / read-bandwidth measurement of that core family). One core cannot
+// fill the channels: its outstanding misses ÷ memory latency bound it. Matched by a substring of CpuSpec::name.
+struct CpuTypeDefaults {
+  const char* match;
+  double core_stream_GBps;
+};
+constexpr CpuTypeDefaults kCpuTypes[] = {
+    {"EPYC 7742", 28.0},  // STREAM with one thread on a DGX A100 (2x EPYC 7742): 28 GB/s
+    {"EPYC 7", 31.0},     // Zen 3 (Milan): ~31 GB/s single-threaded; the other EPYC 7xx2/7xx3 parts
+    {"EPYC 9", 31.0},     // Zen 4 (Genoa): no published figure at hand; Milan's
+    {"", 12.0},           // Xeon Skylake-SP: 12 GB/s single-threaded STREAM triad; every other CPU
+};
+
+double core_stream_Bps(const Hardware& hw) {
+  if (hw.measured.dram_core_GBps) return gb(*hw.measured.dram_core_GBps);
+  if (hw.cpu.core_memory_GBps > 0) return gb(hw.cpu.core_memory_GBps);
+  for (const auto& d : kCpuTypes)
+    if (*d.match && hw.cpu.name.find(d.match) != std::string::npos) return gb(d.core_stream_GBps);
+  return gb(kCpuTypes[std::size(kCpuTypes) - 1].core_stream_GBps);
+}
+
+// A rate the probe measured on `measured_threads` threads, for `threads` running: its share below, as measured at
+// or above (the probe's threads saturated what they could).
+double scaled_to_threads(double measured, int64_t measured_threads, int64_t threads) {
+  if (measured_threads <= 0 || threads >= measured_threads) return measured;
+  return measured * static_cast<double>(threads) / static_cast<double>(measured_threads);
+}
+
+// The share of the node's memory channels that hold the ranks' optimizer states: a rank's main thread allocates
+// and first touches them (pinned buffers, torch.zeros_like for Adam's m and v), so Linux places them on the NUMA
+// node that thread runs on. The ranks' states sit on min(ranks, NUMA nodes) nodes.
+double home_numa_fraction(const Hardware& hw, int64_t ranks) {
+  const int64_t nodes = std::max<int64_t>(1, hw.cpu.numa_node_count());
+  return static_cast<double>(std::min(std::max<int64_t>(1, ranks), nodes)) / static_cast<double>(nodes);
+}
+
+// CPU Adam, the unscale pass and the host casts for c.cpu_threads_active threads: min(threads × one core's
+// streaming rate, the DRAM ceiling of the NUMA nodes that hold the states) per pass, unless measured (then
+// scaled to the threads; a probe's figure is taken as the ceiling it met).
+void set_cpu_rates(CostModel& c, const Hardware& hw) {
+  const MeasuredSpec& ms = hw.measured;
+  const int64_t threads = std::max<int64_t>(1, c.cpu_threads_active);
+  const int64_t probe_threads = ms.cpu_adam_threads.value_or(hw.cpu.cores);
+  const double thread_Bps = static_cast<double>(threads) * c.cpu_core_Bps;
+  const double home = home_numa_fraction(hw, c.cpu_ranks_per_node);
+  c.cpu_numa_nodes = std::max<int64_t>(1, hw.cpu.numa_node_count());
+  c.cpu_numa_home = std::min(std::max<int64_t>(1, c.cpu_ranks_per_node), c.cpu_numa_nodes);
+  auto& prov = c.provenance;
+  std::erase_if(prov, [](const auto& p) { return p.first == "cpu_adam" || p.first == "cpu_passes" || p.first == "cpu_cast"; });
+  const double dram_adam_Bps = ms.dram_adam_pattern_GBps ? gb(*ms.dram_adam_pattern_GBps)
+                                                         : gb(hw.cpu.memory_GBps) * home * kDramAdamEfficiency;
+  c.cpu_adam_core_params_per_s = thread_Bps / c.adam_bytes_per_param;
+  c.cpu_adam_dram_params_per_s = dram_adam_Bps / c.adam_bytes_per_param;
+  if (ms.cpu_adam_params_per_s) {
+    c.cpu_adam_params_per_s = scaled_to_threads(*ms.cpu_adam_params_per_s, probe_threads, threads);
+    prov.push_back({"cpu_adam", fmt("measured %.3g params/s", *ms.cpu_adam_params_per_s) +
+                                    fmt(" on %.0f threads", static_cast<double>(probe_threads)) +
+                                    fmt(", %.3g params/s on the run's threads", c.cpu_adam_params_per_s)});
+  } else {
+    c.cpu_adam_params_per_s = std::min(c.cpu_adam_core_params_per_s, c.cpu_adam_dram_params_per_s);
+    prov.push_back({"cpu_adam", fmt("min(%.0f threads", static_cast<double>(threads)) +
+                                    fmt(" x %.1f GB/s, DRAM %.1f GB/s) / 28 B", c.cpu_core_Bps / kGB, dram_adam_Bps / kGB) +
+                                    fmt(" = %.3g params/s", c.cpu_adam_params_per_s)});
+  }
+  const double dram_stream_Bps =
+      ms.dram_triad_GBps ? gb(*ms.dram_triad_GBps) : gb(hw.cpu.memory_GBps) * home * kDramStreamEfficiency;
+  c.dram_Bps = std::min(thread_Bps, dram_stream_Bps);
+  if (ms.cpu_pass_GBps) {
+    c.dram_Bps = scaled_to_threads(gb(*ms.cpu_pass_GBps), probe_threads, threads);
+    prov.push_back({"cpu_passes",
+                    fmt("measured %.1f GB/s (the unscale pass at the run's group size)", *ms.cpu_pass_GBps)});
+  } else {
+    prov.push_back({"cpu_passes", fmt("min(%.0f threads", static_cast<double>(threads)) +
+                                      fmt(" x %.1f GB/s, DRAM %.1f GB/s)", c.cpu_core_Bps / kGB, dram_stream_Bps / kGB) +
+                                      fmt(" = %.1f GB/s for the unscale and the casts", c.dram_Bps / kGB)});
+  }
+  c.cast_Bps = c.dram_Bps;
+  if (ms.cpu_cast_GBps) {
+    c.cast_Bps = scaled_to_threads(gb(*ms.cpu_cast_GBps), probe_threads, threads);
+    prov.push_back(
+        {"cpu_cast", fmt("measured %.1f GB/s (the fp32 -> lp cast at the run's group size)", *ms.cpu_cast_GBps)});
+  }
+}
 
 }  // namespace
 
@@ -60,6 +156,7 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
   c.tile_m = d.tile_m;
   c.tile_n = d.tile_n;
   c.kernel_launch_s = d.kernel_launch_s;
+  c.kernel_host_s = d.kernel_host_s;
   if (hw.measured.gemm_efficiency) {
     c.gemm_efficiency_max = *hw.measured.gemm_efficiency;
     c.gemm_efficiency_fixed = true;
@@ -113,33 +210,11 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
   c.hbm_Bps = gb(hw.gpu.hbm_GBps) * d.hbm_efficiency;
   prov.push_back({"hbm", fmt("datasheet %.0f GB/s x %.2f", hw.gpu.hbm_GBps, d.hbm_efficiency)});
 
-  // CPU Adam: min(cores × per-core rate, DRAM bandwidth ÷ 28 B/param), unless measured.
-  c.cpu_adam_core_params_per_s = static_cast<double>(std::max<int64_t>(hw.cpu.cores, 1)) * kCpuAdamParamsPerCoreS;
+  c.cpu_core_Bps = core_stream_Bps(hw);
+  c.cpu_ranks_per_node = 1;
+  c.cpu_threads_active = std::max<int64_t>(hw.cpu.cores, 1);
+  set_cpu_rates(c, hw);
   c.cpu_pool_threads = std::max<int64_t>(1, hw.measured.cpu_adam_threads.value_or(hw.cpu.cores));
-  const double dram_adam_Bps = hw.measured.dram_adam_pattern_GBps ? gb(*hw.measured.dram_adam_pattern_GBps)
-                                                                  : gb(hw.cpu.memory_GBps) * kDramAdamEfficiency;
-  c.cpu_adam_dram_params_per_s = dram_adam_Bps / c.adam_bytes_per_param;
-  if (hw.measured.cpu_adam_params_per_s) {
-    c.cpu_adam_params_per_s = *hw.measured.cpu_adam_params_per_s;
-    prov.push_back({"cpu_adam", fmt("measured %.3g params/s", c.cpu_adam_params_per_s)});
-  } else {
-    c.cpu_adam_params_per_s = std::min(c.cpu_adam_core_params_per_s, c.cpu_adam_dram_params_per_s);
-    prov.push_back({"cpu_adam", fmt("min(cores x 0.3e9, DRAM %.1f GB/s / 28 B) = %.3g params/s", dram_adam_Bps / kGB,
-                                    c.cpu_adam_params_per_s)});
-  }
-  c.dram_Bps =
-      hw.measured.dram_triad_GBps ? gb(*hw.measured.dram_triad_GBps) : gb(hw.cpu.memory_GBps) * kDramStreamEfficiency;
-  if (hw.measured.cpu_pass_GBps) {
-    c.dram_Bps = gb(*hw.measured.cpu_pass_GBps);
-    prov.push_back({"cpu_passes",
-                    fmt("measured %.1f GB/s (the unscale pass at the run's group size)", *hw.measured.cpu_pass_GBps)});
-  }
-  c.cast_Bps = c.dram_Bps;
-  if (hw.measured.cpu_cast_GBps) {
-    c.cast_Bps = gb(*hw.measured.cpu_cast_GBps);
-    prov.push_back({"cpu_cast",
-                    fmt("measured %.1f GB/s (the fp32 -> lp cast at the run's group size)", *hw.measured.cpu_cast_GBps)});
-  }
 
   c.pcie_h2d_Bps = gb(hw.links.pcie_h2d_GBps);
   c.pcie_d2h_Bps = gb(hw.links.pcie_d2h_GBps);
@@ -350,6 +425,28 @@ int64_t kernel_count(const CostModel& c, const Op& op) {
   }
 }
 
+int64_t eager_kernels_per_block(const ModelSpec& m, AttnImplementation attn) {
+  // Projections: QKV (one fused c_attn for GPT-2, three for the others), the output projection, the MLP's two or
+  // three. HF's eager norms: LayerNorm is one kernel; LlamaRMSNorm casts, squares, means, adds eps, rsqrt,
+  // multiplies, casts back and scales (8). Rotary on Q and K: two multiplies, rotate_half's neg and cat, an add
+  // (5 each). Activation: SiLU and the gate product (2), GPT-2's tanh GELU as written (8). Two residual adds; GPT-2's
+  // two residual dropouts. Attention: one fused kernel and a contiguous() of its output; eager: matmul, scale, mask,
+  // softmax, (dropout,) matmul.
+  const bool gpt = m.arch == Arch::gpt;
+  int64_t k = (gpt ? 1 : 3) + 1 + (m.activation == Activation::swiglu ? 3 : 2);
+  k += 2 * (m.norm == Norm::rmsnorm ? 8 : 1);
+  if (m.position == Position::rope) k += 2 * 5;
+  k += m.activation == Activation::swiglu ? 2 : 8;
+  k += 2 + (gpt ? 2 : 0);
+  k += attn == AttnImplementation::eager ? 5 + (gpt ? 1 : 0) : 2;
+  return k;
+}
+
+CpuStepPasses cpu_step_passes(const CostModel& c, int64_t elements) {
+  const auto n = static_cast<double>(elements);
+  return {n * c.unscale_bytes_per_param / c.dram_Bps, n / c.cpu_adam_params_per_s};
+}
+
 double compute_time_s(const CostModel& c, const Op& op) {
   switch (op.kind) {
     case OpKind::forward:
@@ -358,13 +455,17 @@ double compute_time_s(const CostModel& c, const Op& op) {
       const double eff = op.layer < 0                  ? c.head_efficiency
                          : op.kind == OpKind::backward ? c.block_backward_efficiency
                                                        : c.block_forward_efficiency;
+      const double attention_eff = c.attention_efficiency > 0 ? c.attention_efficiency : eff;
+      const double gemm = std::max(0.0, op.gemm_flops - op.attention_flops);
       double work = 0;
-      if (op.gemm_flops > 0) work += op.gemm_flops / (c.peak_flops * eff);
+      if (gemm > 0) work += gemm / (c.peak_flops * eff);
+      if (op.attention_flops > 0) work += op.attention_flops / (c.peak_flops * attention_eff);
       if (op.mem_bound_bytes > 0) work += static_cast<double>(op.mem_bound_bytes) / c.hbm_Bps;
       if (op.kind == OpKind::backward && c.backward_time_ratio > 0) work *= c.backward_time_ratio / 2.0;
       const auto r = static_cast<size_t>(op.role);
       const double scale = op.kind == OpKind::backward ? c.backward_scale[r] : c.forward_scale[r];
-      return scale * (static_cast<double>(kernel_count(c, op)) * c.kernel_launch_s + work);
+      const auto kernels = static_cast<double>(kernel_count(c, op));
+      return scale * std::max(kernels * c.kernel_launch_s + work, kernels * c.kernel_host_s);
     }
     case OpKind::adam_gpu: {
       const double bytes = op.mem_bound_bytes > 0 ? static_cast<double>(op.mem_bound_bytes)
@@ -372,14 +473,54 @@ double compute_time_s(const CostModel& c, const Op& op) {
                                                         (c.gpu_adam_bytes_per_param + c.unscale_bytes_per_param);
       return bytes / c.hbm_Bps + c.kernel_launch_s;
     }
-    case OpKind::adam_cpu:
-      return static_cast<double>(op.elements) / c.cpu_adam_params_per_s +
-             static_cast<double>(op.elements) * c.unscale_bytes_per_param / c.dram_Bps;
+    case OpKind::adam_cpu: {
+      const CpuStepPasses p = cpu_step_passes(c, op.elements);
+      return p.unscale_s + p.adam_s;
+    }
     case OpKind::cast_cpu:
       return static_cast<double>(op.bytes) / c.cast_Bps;
     default:
       return 0.0;
   }
+}
+
+void apply_launch(CostModel& c, const Hardware& hw, const LaunchSettings& launch, int64_t ranks_per_node) {
+  const CpuThreads t = resolve_cpu_threads(launch, hw.cpu.cores, ranks_per_node);
+  c.cpu_threads_per_rank = t.per_rank;
+  c.cpu_ranks_per_node = t.ranks_per_node;
+  c.cpu_threads_active = t.node_active;
+  c.cpu_threads_why = t.why;
+  c.cpu_pool_threads = t.per_rank;
+  set_cpu_rates(c, hw);
+  const GpuTypeDefaults& d = gpu_type_defaults(hw.gpu.name);
+  if (launch.attn_implementation == AttnImplementation::eager)
+    c.attention_efficiency = d.attention_eager_efficiency > 0
+                                 ? d.attention_eager_efficiency
+                                 : (d.attention_fused_efficiency > 0 ? d.attention_fused_efficiency
+                                                                     : c.block_forward_efficiency) *
+                                       kEagerOverFusedAttention;
+  else
+    c.attention_efficiency = d.attention_fused_efficiency;
+  if (c.attention_efficiency > 0)
+    c.provenance.push_back({"attention", to_string(launch.attn_implementation) +
+                                             fmt(": the attention core at %.3f of peak", c.attention_efficiency)});
+  c.provenance.push_back({"cpu_threads", t.why + fmt(": %.0f threads per rank, %.0f running on the node",
+                                                       static_cast<double>(t.per_rank),
+                                                       static_cast<double>(t.node_active))});
+}
+
+CostModel cost_model_for_run(const Hardware& hw, const ModelSpec& m, const Strategy& s) {
+  CostModel c = cost_model_for(hw, s.model_dtype());
+  apply_model_shapes(c, m, s.micro_batch_per_gpu * s.run.seq_len);
+  apply_aio(c, hw, s.aio);
+  apply_launch(c, hw, s.run.launch, std::min(s.run.gpus_per_node, std::max<int64_t>(1, s.run.world())));
+  if (gpu_type_defaults(hw.gpu.name).hf_eager) {
+    c.kernels_per_block_forward = eager_kernels_per_block(m, s.run.launch.attn_implementation);
+    c.provenance.push_back({"kernels", fmt("HF eager: %.0f kernels per block forward", static_cast<double>(
+                                                                                           c.kernels_per_block_forward)) +
+                                           fmt(", %.0f us host time per kernel", c.kernel_host_s * 1e6)});
+  }
+  return c;
 }
 
 }  // namespace zs::core

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/hardware.h"
+#include "core/launch.h"
 #include "core/model.h"
 #include "core/plan.h"
 #include "core/strategy.h"
@@ -24,7 +25,15 @@ struct GpuTypeDefaults {
   int64_t tile_m, tile_n;      // cuBLAS's typical large-GEMM CTA tile
   double gemm_efficiency_max;  // achieved / peak for large well-shaped GEMMs (cuBLAS microbenchmarks)
   double hbm_efficiency;       // achieved / datasheet HBM bandwidth (STREAM-like copy kernels)
-  double kernel_launch_s;      // PyTorch eager dispatch + launch per kernel
+  double kernel_launch_s;      // GPU side per kernel: launch latency and the gap between dependent kernels
+  // Attention core (QKᵀ, softmax, AV; forward + backward) achieved / peak, by implementation: the fused kernel
+  // (flash_attention_2, and sdpa's flash backend) and eager's unfused matmul-softmax-matmul. 0: the block GEMMs'
+  // efficiency (no published figure; the host device's own kernels).
+  double attention_fused_efficiency, attention_eager_efficiency;
+  // The framework's host time per kernel (PyTorch eager dispatch, autograd, launch; DeepSpeed's hooks run between
+  // them) and whether an HF eager block's kernel counts apply. The host device's ops are zerosim's own kernels.
+  double kernel_host_s;
+  bool hf_eager;
 };
 const GpuTypeDefaults& gpu_type_defaults(const std::string& gpu_name);
 
@@ -52,7 +61,12 @@ struct CostModel {
   int64_t sms = 80, tile_m = 128, tile_n = 128;
   double hbm_Bps = 0;  // effective (datasheet × hbm_efficiency)
   double kernel_launch_s = 5e-6;
-  int64_t kernels_per_block_forward = 14;  // LN, QKV, attention, out-proj, dropout, residual, LN, fc1, act, fc2, ...
+  // Host time per kernel: an op takes max(its GPU time, kernels × kernel_host_s) — PyTorch launches ahead of the
+  // GPU until the host is the slower side (small GEMMs, unfused elementwise kernels). 0: never host-bound.
+  double kernel_host_s = 0;
+  int64_t kernels_per_block_forward = 14;  // zerosim's engine; an HF eager block: eager_kernels_per_block
+  // The attention core's efficiency for the run's attn_implementation (apply_launch); 0: the GEMMs' own.
+  double attention_efficiency = 0;
   // Shape-dependent GEMM efficiency per op family, from apply_model_shapes (gemm_efficiency_max until then).
   double block_forward_efficiency = 0.75, block_backward_efficiency = 0.75, head_efficiency = 0.75;
   double block_forward_gemm_flops = 0;  // one block's forward GEMM FLOPs per micro-batch (kernel counts)
@@ -74,10 +88,18 @@ struct CostModel {
   // op's start (measured.cpu_pool_wake_us, else stream_wake_s), and so may the ops after it.
   int64_t cpu_pool_threads = 1;
   double cpu_pool_wake_s = 0;
-  // CPU (per node; all local ranks share it)
-  double cpu_adam_core_params_per_s = 0;  // cores × per-core SIMD rate
+  // CPU (per node; all local ranks share it). The optimizer step's CPU passes stream memory on the threads the
+  // launcher leaves the ranks (apply_launch; cost_model_for alone assumes every core busy): a pass moves its bytes
+  // at min(threads running × one core's streaming rate, the DRAM ceiling).
+  double cpu_core_Bps = 0;                // one core's streaming bandwidth (profile, measured, or CPU-type default)
+  int64_t cpu_threads_per_rank = 0;       // OpenMP / intra-op threads of one rank (0: not resolved, every core)
+  int64_t cpu_ranks_per_node = 1;
+  int64_t cpu_threads_active = 0;         // min(ranks × threads, cores): the threads that run at once
+  std::string cpu_threads_why;            // the launcher's rule, for the header and the provenance
+  int64_t cpu_numa_nodes = 1, cpu_numa_home = 1;  // NUMA nodes; those holding the ranks' optimizer states
+  double cpu_adam_core_params_per_s = 0;  // threads running × one thread's Adam rate
   double cpu_adam_dram_params_per_s = 0;  // DRAM bound: dram_adam_Bps / adam_bytes_per_param
-  double cpu_adam_params_per_s = 0;       // min of the two, or measured
+  double cpu_adam_params_per_s = 0;       // min of the two, or measured (scaled to the threads running)
   double adam_bytes_per_param = 28;       // fp32 p r/w 8, g r 4, m r/w 8, v r/w 8 (DEEPSPEED.md §4)
   double dram_Bps = 0;                    // effective DRAM bandwidth for streaming host work (the unscale pass)
   double cast_Bps = 0;                    // the fp32 → lp host cast's bytes (read + written) per second
@@ -108,7 +130,17 @@ struct CostModel {
 };
 
 // Defaults for `hw` (GPU type table, efficiencies) with hw.measured applied. `dtype` picks the peak FLOP rate.
+// The CPU rates assume every core of the node busy; apply_launch narrows them to the run's threads.
 CostModel cost_model_for(const Hardware& hw, Precision dtype);
+
+// The CPU rates for the threads `launch` leaves each of `ranks_per_node` ranks (launch.h's rule): Adam, the
+// unscale pass and the host casts at min(threads running × per-thread rate, DRAM ceiling). A measured rate (the
+// probe's threads) scales linearly to fewer threads and stays as measured at as many or more.
+void apply_launch(CostModel& c, const Hardware& hw, const LaunchSettings& launch, int64_t ranks_per_node);
+
+// Everything a simulation of this run prices: cost_model_for, the model's GEMM shapes at micro batch × sequence,
+// the ds_config's aio settings and the launch. The one recipe `simulate`, the GUI and the benchmarks share.
+CostModel cost_model_for_run(const Hardware& hw, const ModelSpec& m, const Strategy& s);
 
 // The ds_config's aio block_size and queue_depth against the probe's sweep (measured.nvme_aio_sweep): the
 // measured NVMe rates were fitted at measured.aio_block_size / aio_queue_depth, and `aio`'s row scales them by its
@@ -130,6 +162,10 @@ double nvme_idle_extra_s(const CostModel& c, double idle_s);
 double stream_wake_for(const CostModel& c, Stream from, Stream to);
 double nvme_link_latency_s(const CostModel& c, bool read);
 
+// Kernels one transformer block's forward launches in HF transformers run eagerly (its modeling code read op by
+// op: norms, rotary, activation, residuals, dropout, the projections, the attention core by implementation).
+int64_t eager_kernels_per_block(const ModelSpec& m, AttnImplementation attn);
+
 // GEMM efficiency (achieved/peak) for C[m,n] = A[m,k]·B[k,n]: wave quantisation of tile_m×tile_n tiles over the
 // SMs, a short-k penalty, and the HBM roofline for skinny shapes. The fixed measured value when one is set.
 double gemm_efficiency(const CostModel& c, int64_t m, int64_t n, int64_t k);
@@ -137,6 +173,13 @@ double gemm_efficiency(const CostModel& c, int64_t m, int64_t n, int64_t k);
 // Fills the per-family efficiencies from the model's GEMM shapes at `tokens` = micro_batch × seq_len
 // (FLOP-weighted over QKV, out-proj, MLP; backward = dgrad + wgrad shapes; head = the vocabulary GEMM).
 void apply_model_shapes(CostModel& c, const ModelSpec& m, int64_t tokens);
+
+// A CPU optimizer op's two passes alone on the node's CPU: DeepSpeed's unscale_and_clip_grads over the fp32
+// gradients (unscale_bytes_per_param at dram_Bps) and the CPU Adam kernel (at cpu_adam_params_per_s).
+struct CpuStepPasses {
+  double unscale_s = 0, adam_s = 0;
+};
+CpuStepPasses cpu_step_passes(const CostModel& c, int64_t elements);
 
 // Time alone on its resource for ops that execute (not transfers or collectives):
 // forward/backward/recompute on the GPU, adam_gpu (GPU), adam_cpu and cast_cpu (whole-node CPU). 0 for others.

@@ -34,6 +34,9 @@ Result<Hardware> load_hardware_file(const std::string& path) {
   h.cpu.cores = c.req_integer("cores", 1, 1 << 16);
   h.cpu.memory_GiB = c.req_number("memory_GiB", 0.001, 1e9);
   h.cpu.memory_GBps = c.req_number("memory_GBps", 1e-3, 1e7);
+  h.cpu.name = c.opt_string({"name"}).value_or("");
+  h.cpu.core_memory_GBps = c.opt_number({"core_memory_GBps"}, 1e-3, 1e5).value_or(0);
+  h.cpu.numa_nodes = c.opt_integer({"numa_nodes"}, 1, 1024).value_or(0);
 
   ObjectReader n = r.req_object("nvme");
   h.nvme.drives = n.req_integer("drives", 0, 1024);
@@ -58,6 +61,7 @@ Result<Hardware> load_hardware_file(const std::string& path) {
   if (m.present()) {
     auto& ms = h.measured;
     ms.dram_triad_GBps = m.opt_number({"dram_triad_GBps"}, 1e-6, 1e7);
+    ms.dram_core_GBps = m.opt_number({"dram_core_GBps"}, 1e-6, 1e7);
     ms.dram_adam_pattern_GBps = m.opt_number({"dram_adam_pattern_GBps"}, 1e-6, 1e7);
     ms.cpu_adam_params_per_s = m.opt_number({"cpu_adam_params_per_s"}, 1, 1e15);
     ms.cpu_adam_threads = m.opt_integer({"cpu_adam_threads"}, 1, 1 << 16);
@@ -193,10 +197,14 @@ std::string hardware_to_json(const Hardware& h) {
               {"peak_tflops",
                {{"fp16", h.gpu.peak_tflops_fp16}, {"bf16", h.gpu.peak_tflops_bf16}, {"fp32", h.gpu.peak_tflops_fp32}}},
               {"hbm_GBps", h.gpu.hbm_GBps}};
-  j["cpu"] = {{"sockets", h.cpu.sockets},
-              {"cores", h.cpu.cores},
-              {"memory_GiB", h.cpu.memory_GiB},
-              {"memory_GBps", h.cpu.memory_GBps}};
+  j["cpu"] = Json::object();
+  if (!h.cpu.name.empty()) j["cpu"]["name"] = h.cpu.name;
+  j["cpu"]["sockets"] = h.cpu.sockets;
+  j["cpu"]["cores"] = h.cpu.cores;
+  j["cpu"]["memory_GiB"] = h.cpu.memory_GiB;
+  j["cpu"]["memory_GBps"] = h.cpu.memory_GBps;
+  if (h.cpu.core_memory_GBps > 0) j["cpu"]["core_memory_GBps"] = h.cpu.core_memory_GBps;
+  if (h.cpu.numa_nodes > 0) j["cpu"]["numa_nodes"] = h.cpu.numa_nodes;
   j["nvme"] = {{"drives", h.nvme.drives},
                {"capacity_GB_each", h.nvme.capacity_GB_each},
                {"read_GBps_each", h.nvme.read_GBps_each},
@@ -213,6 +221,7 @@ std::string hardware_to_json(const Hardware& h) {
     if (v) m[k] = *v;
   };
   put("dram_triad_GBps", ms.dram_triad_GBps);
+  put("dram_core_GBps", ms.dram_core_GBps);
   put("dram_adam_pattern_GBps", ms.dram_adam_pattern_GBps);
   put("cpu_adam_params_per_s", ms.cpu_adam_params_per_s);
   put("cpu_adam_threads", ms.cpu_adam_threads);

@@ -25,10 +25,18 @@ struct GpuSpec {
 };
 
 struct CpuSpec {
+  std::string name;       // "AMD EPYC 7742" (optional: picks the CPU-type defaults, docs/SIM.md)
   int64_t sockets = 1;
   int64_t cores = 0;      // per node, all sockets
   double memory_GiB = 0;  // per node
   double memory_GBps = 0;
+  // One core's streaming bandwidth (a single-threaded STREAM copy/triad): what a rank with one OpenMP thread moves.
+  // Optional; 0: the CPU type's default.
+  double core_memory_GBps = 0;
+  // NUMA nodes per node (AMD's NPS setting, Intel's sub-NUMA clustering); 0: one per socket. Each holds
+  // memory_GBps / numa_nodes of the channels.
+  int64_t numa_nodes = 0;
+  int64_t numa_node_count() const { return numa_nodes > 0 ? numa_nodes : sockets; }
   int64_t memory_bytes() const { return static_cast<int64_t>(memory_GiB * kGiB); }
 };
 
@@ -74,6 +82,7 @@ struct NvmeAioRate {
 // Figures measured on the machine (`zerosim probe`); every one optional. Files without them keep loading.
 struct MeasuredSpec {
   std::optional<double> dram_triad_GBps;
+  std::optional<double> dram_core_GBps;  // one thread's streaming rate (`zerosim probe`, 1 thread)
   std::optional<double> dram_adam_pattern_GBps;
   std::optional<double> cpu_adam_params_per_s;  // all threads
   std::optional<int64_t> cpu_adam_threads;
@@ -81,7 +90,7 @@ struct MeasuredSpec {
   // second (`train --write-device-profile`, beside the run): the gradients' unscale (in place: fp32 read and write
   // back) and the fp32 → lp cast into another buffer (fp32 read, lp written). Two figures, as the passes differ
   // where it counts: the cast's stores go to lines that are not in the cache, which the CPU reads first (here: 44
-  // GB/s for the cast, 65 GB/s for the unscale, docs/VALIDATION.md). Absent: the triad; cpu_cast_GBps absent:
+  // GB/s for the cast, 65 GB/s for the unscale, docs/notes/engine-validation.md). Absent: the triad; cpu_cast_GBps absent:
   // cpu_pass_GBps (profiles written before the cast had a figure of its own).
   std::optional<double> cpu_pass_GBps;
   std::optional<double> cpu_cast_GBps;
@@ -97,7 +106,7 @@ struct MeasuredSpec {
   // the ds_config's row over the fitted one (core::apply_aio).
   std::vector<NvmeAioRate> nvme_aio_sweep;
   // What a swap costs on top when the path was idle before it (a virtual disk's back end or a drive's power state
-  // waking: on this project's VM +0.1 ms after 20 ms idle, +1 ms after 0.4 s for 13 MB, docs/VALIDATION.md), by
+  // waking: on this project's VM +0.1 ms after 20 ms idle, +1 ms after 0.4 s for 13 MB, docs/notes/engine-validation.md), by
   // idle time, ascending; the simulator interpolates in log(idle) and holds the last figure beyond it. Empty: none.
   std::vector<NvmeIdleCost> nvme_idle_wake;
   std::optional<double> gemm_efficiency;  // achieved / peak for training-shaped GEMMs
@@ -119,7 +128,7 @@ struct MeasuredSpec {
   // How late work starts on a stream that slept, per pair: `from` is the stream whose op's end made the work ready,
   // `to` the sleeping one (stream names as in a trace). The host device's hand-offs differ by pair: on this
   // project's VM all-reduce → CPU Adam took 3-7 us in every step and compute → all-reduce 21-28 us
-  // (docs/VALIDATION.md "Hand-offs by stream pair"). A pair not listed: stream_wake_latency_us.
+  // (docs/notes/engine-validation.md "Hand-offs by stream pair"). A pair not listed: stream_wake_latency_us.
   std::vector<StreamWake> stream_wake_pairs;
   std::optional<double> pcie_h2d_pageable_GBps, pcie_d2h_pageable_GBps;
   // The fixed cost of one H2D or D2H besides its bytes (the simulator's default: 10 us, cudaMemcpyAsync's issue

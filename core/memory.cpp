@@ -165,6 +165,10 @@ std::string format_bytes(int64_t bytes) {
   return buf;
 }
 
+bool stores_attention_scores(const MemoryOptions& o, const Strategy& s) {
+  return !o.flash_attention || s.run.launch.attn_implementation == AttnImplementation::eager;
+}
+
 ActivationBytes activation_bytes(const ModelSpec& m, const Strategy& s, const MemoryOptions& o) {
   ActivationBytes a;
   const int64_t sb = s.run.seq_len * s.micro_batch_per_gpu;
@@ -179,7 +183,7 @@ ActivationBytes activation_bytes(const ModelSpec& m, const Strategy& s, const Me
   layer += e * sb * (q + 2 * kv);             // Q, K, V
   layer += e * sb * q;                        // attention output = out-projection input
   layer += mask * sb * h;                     // attention-output dropout mask
-  if (o.flash_attention) {
+  if (!stores_attention_scores(o, s)) {
     layer += 4 * m.heads * sb;                // fp32 log-sum-exp per row
   } else {
     // softmax output, its dropout mask, dropout output: [b, a, s, s]
@@ -502,7 +506,11 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
   if (stage == 3 && o.zero_init) r.notes.push_back("ZeRO-3 model assumed built under deepspeed.zero.Init (as HF does)");
   if (s.activation_checkpointing.partition_activations)
     r.notes.push_back("partition_activations splits checkpoints across model-parallel ranks; without model parallelism it saves nothing");
-  if (o.flash_attention) r.notes.push_back("attention assumed memory-efficient (SDPA/flash): no s^2 score storage");
+  if (!stores_attention_scores(o, s))
+    r.notes.push_back("attention " + to_string(s.run.launch.attn_implementation) +
+                      " (memory-efficient): no s^2 score storage");
+  else
+    r.notes.push_back("attention eager: the s^2 scores are stored for backward");
   return r;
 }
 

@@ -51,6 +51,9 @@ struct MemoryOptions {
   bool zero_init = true;                // ZeRO-3 models built under deepspeed.zero.Init (HF does this)
 };
 
+// Whether attention keeps its [b, a, s, s] scores (HF attn_implementation "eager", or flash_attention off).
+bool stores_attention_scores(const MemoryOptions& o, const Strategy& s);
+
 // Activation memory of one micro-batch on one rank (Korthikanti et al. 2022, 16-bit activations).
 struct ActivationBytes {
   int64_t per_layer_full = 0;      // everything a block saves for backward

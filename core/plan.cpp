@@ -154,6 +154,7 @@ std::string plan_to_json(const Plan& p, bool with_ledger) {
     o["tensor_count"] = op.tensor_count;
     o["bytes"] = op.bytes;
     o["flops"] = op.gemm_flops;  // GEMM FLOPs; the memory-bound part is in bytes below
+    if (op.attention_flops > 0) o["attention_flops"] = op.attention_flops;
     o["mem_bound_bytes"] = op.mem_bound_bytes;
     if (op.role != ModuleRole::none) o["role"] = to_string(op.role);
     o["elements"] = op.elements;

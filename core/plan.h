@@ -54,6 +54,8 @@ struct Op {
   int32_t tensor_count = 1;  // the op covers tensors [tensor, tensor + tensor_count) (a bucket, a sub-group)
   int64_t bytes = 0;         // moved bytes (transfers, collectives' full buffer, host casts: read + written)
   double gemm_flops = 0;     // compute: GEMM FLOPs (cost at GEMM efficiency)
+  double attention_flops = 0;  // compute: the part of gemm_flops that is the attention core (QKᵀ, AV), priced at
+                               // the attention implementation's efficiency
   int64_t mem_bound_bytes = 0;  // compute: HBM bytes of attention/norm/activation/loss/GPU-Adam work
   ModuleRole role = ModuleRole::none;  // compute: the module's role (a measured per-role time scale applies)
   int64_t elements = 0;      // optimizer ops: parameters updated

@@ -48,6 +48,7 @@ struct StepInfo {
 
 struct ComputeCost {
   double gemm_flops = 0;
+  double attention_flops = 0;  // of gemm_flops
   int64_t mem_bound_bytes = 0;
   ModuleRole role = ModuleRole::none;
 };

@@ -6,7 +6,7 @@
 #include "core/scheduler.h"
 
 namespace zs::core::sched {
-std::vector<ComputeCost> forward_costs(const ModelSpec& m, const Strategy& s, const MemoryOptions& mo,
+std::vector<ComputeCost> forward_costs(const ModelSpec& m, const Strategy& s, const MemoryOptions& /*mo*/,
                                        const std::vector<ModuleInfo>& modules, const std::vector<TensorInfo>& t) {
   const double tokens = static_cast<double>(s.micro_batch_per_gpu * s.run.seq_len);
   const int64_t T = s.micro_batch_per_gpu * s.run.seq_len;
@@ -28,11 +28,12 @@ std::vector<ComputeCost> forward_costs(const ModelSpec& m, const Strategy& s, co
       case ModuleRole::attn_out: {
         // The attention core runs between the QKV and the output projection: QKᵀ and AV are GEMMs
         // (4·s·q FLOPs per token, flops_per_token's count); softmax traffic is memory-bound.
-        c.gemm_flops += 4.0 * tokens * static_cast<double>(s.run.seq_len) * static_cast<double>(q);
+        // The core's time, eager's [b, a, s, s] score traffic included, is priced from attention_flops at the
+        // implementation's measured efficiency (core/cost_model.h): no score bytes here.
+        c.attention_flops = 4.0 * tokens * static_cast<double>(s.run.seq_len) * static_cast<double>(q);
+        c.gemm_flops += c.attention_flops;
         int64_t core = e * T * (q + 2 * kv) + e * T * q;  // read Q, K, V; write O
         if (m.position == Position::rope) core += 2 * e * T * (q + kv);  // rotary on Q and K
-        if (!mo.flash_attention)  // scores written, softmax read/write, dropout, read for AV: [b, a, s, s]
-          core += (4 * e + mask) * m.heads * T * s.run.seq_len;
         c.mem_bound_bytes = core + 3 * e * T * h + mask * T * h;  // + residual add and dropout
         break;
       }

@@ -230,6 +230,7 @@ class MicroStep {
     Op c = make_op(k, Stream::compute, ph, st_.micro, layer);
     const double mult = k == OpKind::backward ? 2.0 : 1.0;
     c.gemm_flops = cx_.forward_cost[i].gemm_flops * mult;
+    c.attention_flops = cx_.forward_cost[i].attention_flops * mult;
     c.mem_bound_bytes = static_cast<int64_t>(static_cast<double>(cx_.forward_cost[i].mem_bound_bytes) * mult);
     c.role = cx_.forward_cost[i].role;
     set_range(c, TensorKind::lp_param, cx_.module_params[i]);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/launch.h"
 #include "core/status.h"
 
 namespace zs::core {
@@ -146,6 +147,7 @@ struct RunSettings {
   std::optional<int64_t> hf_micro_batch;
   std::optional<int64_t> hf_grad_accum;
   std::optional<Precision> hf_precision;  // HF --fp16 / --bf16 for fp16/bf16.enabled "auto"; unset → both false
+  LaunchSettings launch;  // launcher, CPU threads per rank, core binding, attention implementation (launch.h)
   int64_t world() const { return nodes * gpus_per_node; }
 };
 

@@ -102,7 +102,7 @@ inline constexpr int64_t kAdamTileElems = 64 * 1024, kCpuPassChunkElems = 32 * 1
 // A pass over n elements on `threads` threads: units of at most max_elems, and at least ~8 per thread (not under
 // 4096 elements; whole 64-element SIMD iterations). The pool hands units out as threads ask, so a worker that wakes
 // late for a small group still takes its share of what is left: with 64 Ki-element tiles a 120k-element group is two
-// tiles, and a worker ~40 us late left both to the caller (docs/VALIDATION.md "Where the hand-offs wake").
+// tiles, and a worker ~40 us late left both to the caller (docs/notes/engine-validation.md "Where the hand-offs wake").
 inline int64_t pool_unit_elems(int64_t n, int threads, int64_t max_elems) {
   const int64_t want = n / (8 * static_cast<int64_t>(threads > 1 ? threads : 1));
   const int64_t unit = (want + 63) / 64 * 64;

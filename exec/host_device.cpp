@@ -139,7 +139,7 @@ size_t device_block_bytes(int64_t bytes) {
 // Freed device blocks by size, for later allocations of the same size, as PyTorch's caching allocator keeps a GPU's
 // freed blocks. The engine allocates the same buffers every step; without this glibc gave them back to the kernel
 // (munmap, heap trims) and the next step faulted them in again: 4,611 page faults a step in `small` ZeRO-Offload
-// and 226 in `tiny` (docs/VALIDATION.md, "The host device keeps its freed blocks"). The capacity accounting is the
+// and 226 in `tiny` (docs/notes/engine-validation.md, "The host device keeps its freed blocks"). The capacity accounting is the
 // MemoryAccount's and does not see this cache, as a GPU's does not see the allocator's. One cache per process, at
 // most kMaxCached bytes (a block freed past that goes back to the heap), never destroyed: a Buffer may die after
 // static destructors have run.

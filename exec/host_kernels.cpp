@@ -36,7 +36,7 @@ class HostKernels : public DeviceKernels {
   }
   // The gradients' D2H with the norm's share. DeepSpeed casts on the GPU and copies fp32, which the Plan prices as
   // a copy; the stand-in takes the SIMD loop (grads_to_f32_sumsq, the reference's bits). With the scalar reference
-  // these D2Hs took 1.9-3.5x their predicted copy time in the engine (docs/VALIDATION.md, "The gradients' D2H").
+  // these D2Hs took 1.9-3.5x their predicted copy time in the engine (docs/notes/engine-validation.md, "The gradients' D2H").
   Status to_f32(DType t, float* dst, const void* src, int64_t n, double* sumsq, void*) override {
     const GradDtype g = t == DType::bf16 ? GradDtype::bf16 : t == DType::fp16 ? GradDtype::fp16 : GradDtype::fp32;
     const double s = grads_to_f32_sumsq(kernel_, dst, src, n, g);

@@ -405,7 +405,7 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
     // The mean of the two sessions, not the faster: these passes and the swaps move with the machine's speed from
     // second to second (one run of 15 steps of `small` ZeRO-Infinity: Adam 1.1-1.9 ms, each 13 MB read 2.2-3.9 ms,
     // the slow steps slow in both), the run lies between the sessions, and the faster of two moments priced the
-    // run's typical step short (docs/VALIDATION.md, "The sessions' mean").
+    // run's typical step short (docs/notes/engine-validation.md, "The sessions' mean").
     auto mean = [&](double now, double HostDeviceProbe::*f) { return earlier ? 0.5 * (now + earlier->*f) : now; };
     hp.unscale_s = mean(median(t_unscale), &HostDeviceProbe::unscale_s);
     hp.adam_s = mean(median(t_adam), &HostDeviceProbe::adam_s);
@@ -435,7 +435,7 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   hp.copy_Bps = static_cast<double>(n) / median(tc);
   // The fixed cost: 64 KiB copies from parts of the pairs the 8 MiB round left longest ago, less their bytes at
   // that rate. A GPU's copy pays ~10 us to issue and set up its DMA (the simulator's default); a memcpy pays a
-  // call, and the engine's 1 KB H2Ds took 0-2 us where 10 was predicted (docs/VALIDATION.md).
+  // call, and the engine's 1 KB H2Ds took 0-2 us where 10 was predicted (docs/notes/engine-validation.md).
   const int64_t small = 64 << 10;
   std::vector<double> ts;
   for (int r = 0; r < 2 * pairs; ++r) {

@@ -7,7 +7,7 @@
 // (docs/ENGINE.md "Validation"). When the optimizer runs on the CPU it also times the optimizer's CPU passes
 // (unscale, Adam, the fp32 → lp cast) at the run's largest group on CPU Adam's threads, between the passes over the
 // modules, so with the caches and threads as a training step leaves them; and with NVMe offload, swaps of the
-// run's sizes. On a shared VM these rates move by 2x within an hour (docs/VALIDATION.md), so `zerosim probe`'s
+// run's sizes. On a shared VM these rates move by 2x within an hour (docs/notes/engine-validation.md), so `zerosim probe`'s
 // figures from earlier do not price this run.
 //   auto hp = probe_host_device(model, strategy, plan);
 //   core::Hardware h = apply_host_probe(probed_profile, *hp);
@@ -130,7 +130,7 @@ core::Result<HostDeviceProbe> with_module_times(HostDeviceProbe p, const std::ve
 // op but an alloc or a release whose stream had waited longer than spin_s for it — from the end of the stream's
 // previous op (or the step's start) to the last end among that op and the op's Plan dependencies — the delay from
 // that end to the op's start. On a VM a thread woken onto the other, halted vCPU starts ~50 us late and one woken on
-// its waker's ~10 us (docs/VALIDATION.md "Where the hand-offs wake"), so the figure that prices the engine's
+// its waker's ~10 us (docs/notes/engine-validation.md "Where the hand-offs wake"), so the figure that prices the engine's
 // hand-offs is the mix its own Plan meets, which a probe of one stream pair cannot give. Each hand-off names its
 // pair: `from` is the stream of the dependency that ended last (the simulator's waker), `to` the op's.
 struct Handoff {
@@ -141,10 +141,10 @@ std::vector<Handoff> sleeping_stream_handoffs(const core::Plan& plan, const core
 
 // `p` with the stream wake-up the trimmed mean of the run's `handoffs` (sleeping_stream_handoffs) and the pool's
 // the trimmed mean of `pool_wakes` (ThreadPool::take_wake_samples): a phase sums its hand-offs, so their mean cost
-// prices it, and on a VM they are bimodal, ~10 and ~50 us (docs/VALIDATION.md "Where the hand-offs wake"), where a
+// prices it, and on a VM they are bimodal, ~10 and ~50 us (docs/notes/engine-validation.md "Where the hand-offs wake"), where a
 // median picks one mode. And per stream pair with kMinWakeSamples or more, that pair's trimmed mean
 // (stream_wake_pairs): which vCPU a woken thread lands on follows from what the streams around it do, so a pair
-// keeps its cost from step to step (all-reduce → CPU Adam 3-7 us, cast → H2D 12-52 us; docs/VALIDATION.md "Hand-offs
+// keeps its cost from step to step (all-reduce → CPU Adam 3-7 us, cast → H2D 12-52 us; docs/notes/engine-validation.md "Hand-offs
 // by stream pair"). Fewer than kMinWakeSamples of either leave that figure as it was. `steps` names the steps in
 // the profile's source.
 inline constexpr size_t kMinWakeSamples = 5;
@@ -167,7 +167,7 @@ std::vector<RunSwap> run_swaps(const core::Plan& plan, const core::Trace& t);
 
 // `p` with its swap lines scaled to the run's own `swaps` (run_swaps over the steps `steps` names). The two
 // sessions around a run time 8 swaps of each kind, and on this VM's disk they put a 482 KB read at 0.34-0.89 ms
-// while the run's took 0.38-0.48 ms in every step (docs/VALIDATION.md "The run's own swaps, CPU ops and copies"). Per
+// while the run's took 0.38-0.48 ms in every step (docs/notes/engine-validation.md "The run's own swaps, CPU ops and copies"). Per
 // direction, over the swaps that did not follow an idle path (its extra under a quarter of the line's time), the scale
 // is Σ measured over Σ priced (by `base` with p's figures: apply_host_probe), the tenth with the lowest and the tenth
 // with the highest ratio left out; then the idle extra's scale, from the others, is Σ (measured − the scaled line) over
@@ -189,7 +189,7 @@ std::vector<RunCpuOp> run_cpu_ops(const core::Plan& plan, const core::Trace& t, 
 
 // `p` with the optimizer's CPU passes scaled to the run's own CPU ops (run_cpu_ops over the steps `steps` names).
 // The passes the timer runs after each step, on their own buffers after the module passes, took 7-40% longer than
-// the run's own ops in the same run here (docs/VALIDATION.md "The run's own swaps, CPU ops and copies"). Per kind
+// the run's own ops in the same run here (docs/notes/engine-validation.md "The run's own swaps, CPU ops and copies"). Per kind
 // (Adam, cast), the scale is Σ (measured − the pool's wake-up as the simulator prices it) over Σ priced work (by `base`
 // with p's figures: apply_host_probe), the tenth with the lowest and the tenth with the highest ratio left out. Fewer
 // than kMinWakeSamples ops of a kind leave its scale at 1; without timed passes (p.opt_elements 0) nothing changes.
@@ -208,7 +208,7 @@ std::vector<RunCopy> run_copies(const core::Plan& plan, const core::Trace& t);
 // `p` with the copy rate scaled, per direction, to the run's own copies (run_copies over the steps `steps` names):
 // Σ (measured − the fixed cost) over Σ bytes at the timed rate, the tenth with the lowest and the tenth with the
 // highest ratio left out. The probe copies 8 MiB out of cache; a step's copy often reads what the CPU has just
-// written (the cast's lp parameters: 241 KB in 17-19 us here, where 8 MiB run at 6-7 GB/s; docs/VALIDATION.md "The
+// written (the cast's lp parameters: 241 KB in 17-19 us here, where 8 MiB run at 6-7 GB/s; docs/notes/engine-validation.md "The
 // run's own swaps, CPU ops and copies"). Fewer than kMinWakeSamples copies of a direction leave its scale at 1.
 HostDeviceProbe with_run_copies(HostDeviceProbe p, const std::vector<RunCopy>& copies, const std::string& steps);
 

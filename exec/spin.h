@@ -20,7 +20,7 @@ bool spin_until(Pred&& pred) {
   const auto until = std::chrono::steady_clock::now() + kSpinBudget;
   // The clock is read at every turn (a vDSO call, ~20 ns beside the yield's ~1 us): a poller that lost its core for
   // longer than the budget (2 vCPUs, CPU Adam on both) stops at its next turn instead of yielding 15 more times,
-  // each a trip through the scheduler that the busy threads pay for (docs/VALIDATION.md: small ZeRO-Infinity's
+  // each a trip through the scheduler that the busy threads pay for (docs/notes/engine-validation.md: small ZeRO-Infinity's
   // optimizer phase 24.2-35.6 ms checking every 16th turn, 21.9-24.3 ms checking every turn).
   for (;;) {
     if (pred()) return true;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Engine vs simulator on this machine (docs/ENGINE.md "Validation", docs/VALIDATION.md "Engine"): probe the machine,
+# Engine vs simulator on this machine (docs/ENGINE.md "Validation", docs/notes/engine-validation.md "Engine"): probe the machine,
 # then per config and repeat: train on the host device (writing the host device's kernel rates into the profile and
 # the most typical step's trace), simulate with that profile, compare. Prints the per-phase errors of every run
 # and the median |error| of its compute ops.

@@ -6,45 +6,12 @@
 #include <map>
 
 #include "sim/executor.h"
+#include "sim/intervals.h"
 
 namespace zs::sim {
 namespace {
 
 using core::OpKind;
-using Interval = std::pair<double, double>;
-
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const auto& iv : v) {
-    if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second)
-      out.back().second = std::max(out.back().second, iv.second);
-    else
-      out.push_back(iv);
-  }
-  return out;
-}
-double length(const std::vector<Interval>& m) {
-  double s = 0;
-  for (const auto& iv : m) s += iv.second - iv.first;
-  return s;
-}
-// |a ∩ b| for merged lists.
-double overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  double s = 0;
-  size_t i = 0, j = 0;
-  while (i < a.size() && j < b.size()) {
-    const double lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
-    if (hi > lo) s += hi - lo;
-    if (a[i].second < b[j].second)
-      ++i;
-    else
-      ++j;
-  }
-  return s;
-}
-
 bool is_gpu_compute(OpKind k) {
   return k == OpKind::forward || k == OpKind::backward || k == OpKind::recompute || k == OpKind::adam_gpu;
 }
@@ -220,28 +187,30 @@ Summary summarize(const core::Plan& plan, const SimResult& sim, const SummaryOpt
   }
   for (const auto& [k, v] : by_kind) s.utilization.push_back({k, v.first / v.second});
 
-  // Bottleneck: GPU compute vs the most exposed category. Compute is "the bottleneck" only when it fills at least
-  // half the step; below that the exposed categories together dominate and the worst one is named.
+  // Bottleneck: the largest share of the step among GPU compute and each exposed category. One sentence names
+  // the leader and every other share above 1%, so the words change with the shares, not at a threshold.
   std::vector<const Exposure*> order;
   for (const auto& x : s.exposed)
     if (x.exposed_s > 0) order.push_back(&x);
   std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return a->exposed_s > b->exposed_s; });
-  auto exposed_words = [&](const Exposure& x) { return x.label + " " + pct(x.exposed_s / step); };
   if (step <= 0) {
     s.bottleneck_key = "none";
     s.bottleneck = "nothing to simulate";
-  } else if (order.empty() || (s.gpu_compute_s >= order[0]->exposed_s && s.gpu_efficiency >= 0.5)) {
-    s.bottleneck_key = "gpu_compute";
-    s.bottleneck = "GPU compute: " + pct(s.gpu_efficiency) + " of the step (compute-bound, MFU " + pct(s.mfu) + ")";
-  } else if (order[0]->exposed_s > s.gpu_compute_s) {
-    s.bottleneck_key = order[0]->key;
-    s.bottleneck = order[0]->label + ": " + pct(order[0]->exposed_s / step) + " of the step, exposed (GPU computes " +
-                   pct(s.gpu_efficiency) + ")";
   } else {
-    s.bottleneck_key = order[0]->key;
-    s.bottleneck = "no single bottleneck: GPU computes " + pct(s.gpu_efficiency) +
-                   " of the step; exposed: " + exposed_words(*order[0]);
-    for (size_t i = 1; i < order.size() && i < 3; ++i) s.bottleneck += ", " + exposed_words(*order[i]);
+    const bool compute_leads = order.empty() || s.gpu_compute_s >= order[0]->exposed_s;
+    std::vector<std::string> rest;
+    if (compute_leads) {
+      s.bottleneck_key = "gpu_compute";
+      s.bottleneck = "GPU compute: " + pct(s.gpu_efficiency) + " of the step (MFU " + pct(s.mfu) + ")";
+    } else {
+      s.bottleneck_key = order[0]->key;
+      s.bottleneck = order[0]->label + ": " + pct(order[0]->exposed_s / step) + " of the step, exposed (GPU computes " +
+                     pct(s.gpu_efficiency) + ")";
+    }
+    for (size_t i = compute_leads ? 0 : 1; i < order.size() && rest.size() < 3; ++i)
+      if (order[i]->exposed_s >= 0.01 * step) rest.push_back(order[i]->label + " " + pct(order[i]->exposed_s / step));
+    const std::string lead = compute_leads ? "; exposed: " : "; also exposed: ";
+    for (size_t i = 0; i < rest.size(); ++i) s.bottleneck += (i == 0 ? lead : ", ") + rest[i];
   }
 
   static const char* const kTier[3] = {"GPU", "CPU", "NVMe"};

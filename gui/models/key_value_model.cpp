@@ -104,6 +104,31 @@ std::vector<KeyValueSection> summary_sections(const Prediction& p) {
                         x.key == p.bottleneck_key});
     out.push_back(std::move(s));
   }
+  if (!p.cpu_threads.empty() && !p.passes.empty())
+    out.push_back({QStringLiteral("CPU threads (as launched)"),
+                   {{QStringLiteral("optimizer passes run on"), fmt::qs(p.cpu_threads), fmt::qs(p.cpu_threads), false}}});
+  auto parts = [&](const QString& title, const std::vector<StepPart>& v) {
+    if (v.empty()) return;
+    KeyValueSection s{title, {}};
+    for (const auto& x : v) {
+      QString value = fmt::duration(x.busy_s) + QStringLiteral(", ") + fmt::duration(x.exposed_s) +
+                      QStringLiteral(" exposed · ") + fmt::gbps(x.rate_GBps);
+      if (x.gparams_per_s > 0) value += QStringLiteral(" · ") + QString::number(x.gparams_per_s, 'g', 3) + QStringLiteral(" Gparam/s");
+      s.rows.push_back({fmt::qs(x.label), value, {}, x.exposed_s > 0.05 * step});
+    }
+    out.push_back(std::move(s));
+  };
+  parts(QStringLiteral("Optimizer passes (rank 0)"), p.passes);
+  parts(QStringLiteral("Copies (rank 0)"), p.copies);
+  if (!p.advice.empty()) {
+    KeyValueSection s{QStringLiteral("To hide what is exposed (simulated)"), {}};
+    for (const auto& a : p.advice)
+      s.rows.push_back({fmt::qs(a.change),
+                        fmt::duration(a.step_time_s) + QStringLiteral(" per step (−") + fmt::percent(a.saved_s / step) +
+                            QStringLiteral(")"),
+                        QStringLiteral("hides ") + fmt::qs(a.hides), false});
+    out.push_back(std::move(s));
+  }
   if (!p.required.empty()) {
     KeyValueSection s{QStringLiteral("Needed per GPU for ") + fmt::percent(p.target_efficiency) + QStringLiteral(" GPU busy"), {}};
     for (const auto& q : p.required)

@@ -1,10 +1,13 @@
 #include "gui/models/prediction.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #ifdef ZEROSIM_GUI_WITH_SIM
 #include "core/cost_model.h"
+#include "sim/advice.h"
+#include "sim/predict.h"
 #include "sim/simulator.h"
 #include "sim/summary.h"
 #endif
@@ -46,6 +49,25 @@ void fill_from_summary(Prediction& p, const sim::Summary& s) {
 }
 #endif
 
+void fill_from_breakdown(Prediction& p, const sim::Breakdown& b, const std::vector<sim::Advice>& advice) {
+  char t[320];
+  std::snprintf(t, sizeof t, "%lld per rank x %lld ranks (%lld running), %.0f GB/s per core; states on %lld of %lld NUMA nodes",
+                static_cast<long long>(b.threads.per_rank), static_cast<long long>(b.threads.ranks_per_node),
+                static_cast<long long>(b.threads.active), b.threads.core_GBps,
+                static_cast<long long>(b.threads.numa_home), static_cast<long long>(b.threads.numa_nodes));
+  p.cpu_threads = b.threads.active > 0 ? std::string(t) + " — " + b.threads.why : std::string();
+  auto part = [](const sim::StepPart& x) {
+    return StepPart{x.key, x.label, x.busy_s, x.exposed_s, x.rate_Bps / 1e9,
+                    x.elements > 0 && x.busy_s > 0 ? x.elements / x.busy_s / 1e9 : 0, x.ops};
+  };
+  p.passes.clear();
+  p.copies.clear();
+  p.advice.clear();
+  for (const auto& x : b.passes) p.passes.push_back(part(x));
+  for (const auto& x : b.copies) p.copies.push_back(part(x));
+  for (const auto& a : advice) p.advice.push_back({a.change, a.hides, a.step_time_s, a.saved_s});
+}
+
 void report(ProgressFn fn, void* ctx, double f, const char* what) {
   if (fn) fn(ctx, f, what);
 }
@@ -80,19 +102,18 @@ core::Result<Prediction> predict(const Scenario& s, const std::atomic<bool>* can
   if (cancelled()) return core::Error{core::ErrorKind::internal, "cancelled"};
 #ifdef ZEROSIM_GUI_WITH_SIM
   report(progress, ctx, 0.2, "simulating");
-  core::CostModel cost = core::cost_model_for(s.hardware, s.strategy.model_dtype());
-  core::apply_model_shapes(cost, s.model, s.strategy.micro_batch_per_gpu * s.strategy.run.seq_len);
-  core::apply_aio(cost, s.hardware, s.strategy.aio);
-  sim::SimOptions so;
-  so.nodes = s.strategy.run.nodes;
-  so.gpus_per_node = s.strategy.run.gpus_per_node;
-  auto r = sim::simulate(*plan, cost, so);
-  if (!r) return r.error();
+  auto pred = sim::predict(s.model, s.hardware, s.strategy, s.schedule);
+  if (!pred) return pred.error();
   if (cancelled()) return core::Error{core::ErrorKind::internal, "cancelled"};
-  report(progress, ctx, 0.9, "summarising");
+  report(progress, ctx, 0.8, "simulating what would hide the exposed time");
+  auto advice = sim::advise(s.model, s.hardware, s.strategy, s.schedule, *pred);
+  if (!advice) return advice.error();
+  report(progress, ctx, 0.95, "summarising");
+  auto r = &pred->result;
   sim::SummaryOptions sopt;
   sopt.samples_per_step = s.strategy.train_batch_size;
-  fill_from_summary(p, sim::summarize(*plan, *r, sopt));
+  fill_from_summary(p, pred->summary);
+  fill_from_breakdown(p, pred->breakdown, *advice);
   p.simulated_gpus = r->topology.shape.local_ranks;
   p.wall_s = r->wall_s;
   p.trace = std::move(r->trace);

@@ -27,6 +27,21 @@ struct Exposed {
   double exposed_s = 0;    // part of that with the GPU idle
 };
 
+// One optimizer pass or kind of copy (sim/breakdown.h): its simulated time, the part the GPU did not hide, its rate.
+struct StepPart {
+  std::string key, label;  // "cpu_adam", "CPU Adam (DeepSpeedCPUAdam: ...)"; "d2h.grads", "16-bit gradients GPU→host"
+  double busy_s = 0, exposed_s = 0;
+  double rate_GBps = 0;
+  double gparams_per_s = 0;  // optimizer passes that update parameters; 0 otherwise
+  int64_t ops = 0;
+};
+
+// A schedule or setting that would hide exposed optimizer or copy time, simulated (sim/advice.h).
+struct AdviceRow {
+  std::string change, hides;
+  double step_time_s = 0, saved_s = 0;
+};
+
 struct Required {
   std::string label;       // "PCIe host→GPU"
   double need_GBps = 0;    // per GPU, for the target GPU efficiency
@@ -47,6 +62,11 @@ struct Prediction {
   std::string bottleneck_key;      // "gpu_compute", "cpu_adam", ...
   std::vector<Exposed> exposed;
   std::vector<Required> required;
+  // The CPU side as launched (threads per rank, running, NUMA nodes of the states, the launcher's rule) and each
+  // optimizer pass and copy; what would hide the exposed part.
+  std::string cpu_threads;
+  std::vector<StepPart> passes, copies;
+  std::vector<AdviceRow> advice;
   double target_efficiency = 0.9;
   std::vector<std::pair<std::string, double>> utilization;  // resource kind → busy fraction
   std::array<int64_t, 3> peak_bytes{};      // simulated timeline (gpu per rank, cpu/nvme per node)

@@ -146,6 +146,18 @@ class TestGuiModels : public QObject {
     p.bottleneck_key = "cpu_adam";
     m.set_sections(summary_sections(p));
     QVERIFY(m.rowCount() >= 5);
+    const int without_breakdown = m.rowCount();
+    p.cpu_threads = "1 per rank x 8 ranks (8 running)";
+    p.passes = {{"cpu_adam", "CPU Adam", 0.4, 0.4, 24.0, 0.86, 1}};
+    p.copies = {{"d2h.grads", "fp32 gradients GPU→host", 0.2, 0.1, 20.0, 0, 3}};
+    p.advice = {{"--schedule dpu", "the CPU optimizer step", 1.6, 0.4}};
+    m.set_sections(summary_sections(p));
+    QCOMPARE(m.rowCount(), without_breakdown + 4);  // CPU threads, passes, copies, advice
+    bool advised = false;
+    for (int r = 0; r < m.rowCount(); ++r)
+      if (m.index(r, 0).data().toString().startsWith(QStringLiteral("To hide")))
+        advised = m.index(0, 1, m.index(r, 0)).data().toString().contains(QStringLiteral("1.6"));
+    QVERIFY(advised);
     p.feasible = false;
     p.infeasible_reason = "gpu overflows";
     m.set_sections(summary_sections(p));

@@ -1,5 +1,6 @@
 // core/cost_model.cpp: defaults from the hardware profile, measured overrides, the GEMM shape model.
 #include <catch2/catch.hpp>
+#include <optional>
 
 #include "core/cost_model.h"
 #include "core/hardware.h"
@@ -17,16 +18,18 @@ core::Hardware dgx2() {
 
 }  // namespace
 
-TEST_CASE("CPU Adam runs at min(core rate, DRAM bandwidth / 28 B per parameter)", "[cost]") {
-  core::Hardware h = dgx2();  // 48 cores, 256 GB/s
-  auto c = core::cost_model_for(h, core::Precision::fp16);
-  CHECK(c.cpu_adam_core_params_per_s == Approx(48 * 0.3e9));
-  CHECK(c.cpu_adam_dram_params_per_s == Approx(256e9 * 0.65 / 28));
+TEST_CASE("CPU Adam runs at min(threads x one core's rate, DRAM of the states' NUMA nodes) / 28 B", "[cost]") {
+  core::Hardware h = dgx2();  // 2x Xeon Platinum 8168: 48 cores, 256 GB/s, 2 NUMA nodes; one core 12 GB/s
+  auto c = core::cost_model_for(h, core::Precision::fp16);  // one rank, every core
+  CHECK(c.cpu_core_Bps == Approx(12e9));
+  CHECK(c.cpu_adam_core_params_per_s == Approx(48 * 12e9 / 28));
+  // One rank's states sit on one of the two sockets' NUMA nodes: half the channels.
+  CHECK(c.cpu_adam_dram_params_per_s == Approx(256e9 * 0.5 * 0.65 / 28));
   CHECK(c.cpu_adam_params_per_s == Approx(std::min(c.cpu_adam_core_params_per_s, c.cpu_adam_dram_params_per_s)));
   SECTION("few cores: core-bound") {
     h.cpu.cores = 4;
     auto c2 = core::cost_model_for(h, core::Precision::fp16);
-    CHECK(c2.cpu_adam_params_per_s == Approx(4 * 0.3e9));
+    CHECK(c2.cpu_adam_params_per_s == Approx(4 * 12e9 / 28));
   }
   SECTION("a measured DRAM figure moves the DRAM bound") {
     h.measured.dram_adam_pattern_GBps = 56.0;
@@ -55,9 +58,9 @@ TEST_CASE("the unscale pass and the host cast each take their own measured rate,
   cast.kind = core::OpKind::cast_cpu;
   cast.bytes = 6'000'000;  // fp32 read, bf16 written
   auto c = core::cost_model_for(h, core::Precision::bf16);
-  CHECK(c.dram_Bps == Approx(256e9 * 0.75));
+  CHECK(c.dram_Bps == Approx(256e9 * 0.5 * 0.75));  // one rank: its NUMA node's half of the channels
   CHECK(c.cast_Bps == c.dram_Bps);
-  CHECK(core::compute_time_s(c, cast) == Approx(6e6 / (256e9 * 0.75)));
+  CHECK(core::compute_time_s(c, cast) == Approx(6e6 / (256e9 * 0.5 * 0.75)));
   h.measured.dram_triad_GBps = 100.0;
   c = core::cost_model_for(h, core::Precision::bf16);
   CHECK(c.cast_Bps == Approx(100e9));
@@ -309,4 +312,109 @@ TEST_CASE("measured hot NVMe figures load into the cost model and price young da
     for (bool rd : {true, false})
       CHECK(core::nvme_swap_time_s(c, rd, 1'000'000, age) >=
             core::nvme_link_latency_s(c, rd) + 1e6 / core::nvme_link_Bps(c, rd) - 1e-15);
+}
+
+// Each launcher's rule, from its source: torch/distributed/run.py (config_from_args: OMP_NUM_THREADS=1 when
+// nproc_per_node > 1 and unset), accelerate/utils/launch.py (prepare_deepspeed_cmd_env sets none; the DeepSpeed path
+// runs torchrun), deepspeed/launcher/launch.py (main: OMP_NUM_THREADS only with --bind_cores_to_rank, from
+// deepspeed/utils/numa.py get_numactl_cmd: physical cores // local ranks).
+TEST_CASE("the launcher decides each rank's CPU threads", "[cost][launch]") {
+  using core::Launcher;
+  auto threads = [](Launcher l, int64_t ranks, bool bind = false, std::optional<int64_t> omp = std::nullopt) {
+    core::LaunchSettings s;
+    s.launcher = l;
+    s.bind_cores_to_rank = bind;
+    s.omp_threads_per_rank = omp;
+    return core::resolve_cpu_threads(s, 128, ranks);
+  };
+  CHECK(threads(Launcher::torchrun, 8).per_rank == 1);
+  CHECK(threads(Launcher::torchrun, 8).node_active == 8);
+  CHECK(threads(Launcher::torchrun, 1).per_rank == 128);
+  CHECK(threads(Launcher::accelerate, 4).per_rank == 1);
+  CHECK(threads(Launcher::accelerate, 1).per_rank == 128);
+  CHECK(threads(Launcher::deepspeed, 8).per_rank == 128);
+  CHECK(threads(Launcher::deepspeed, 8).node_active == 128);  // oversubscribed: the cores time-share
+  CHECK(threads(Launcher::deepspeed, 8, true).per_rank == 16);
+  CHECK(threads(Launcher::deepspeed, 3, true).per_rank == 42);  // floor; the leftover cores idle
+  CHECK(threads(Launcher::torchrun, 8, false, 6).per_rank == 6);
+  CHECK(threads(Launcher::torchrun, 8, false, 6).node_active == 48);
+  CHECK(threads(Launcher::torchrun, 8).why.find("OMP_NUM_THREADS=1") != std::string::npos);
+}
+
+TEST_CASE("the run's CPU passes: its threads, one core's rate, the NUMA nodes that hold the states", "[cost][launch]") {
+  auto h = core::load_hardware("dgx-a100-80gb");  // 2x EPYC 7742, NPS4: 8 NUMA nodes, 409.6 GB/s; one core 28 GB/s
+  REQUIRE(h.ok());
+  auto c = core::cost_model_for(*h, core::Precision::bf16);
+  core::LaunchSettings torchrun;
+  torchrun.launcher = core::Launcher::torchrun;
+  SECTION("torchrun, 8 ranks: one thread each is the bound") {
+    core::apply_launch(c, *h, torchrun, 8);
+    CHECK(c.cpu_threads_per_rank == 1);
+    CHECK(c.cpu_threads_active == 8);
+    CHECK(c.cpu_numa_home == 8);
+    CHECK(c.cpu_adam_params_per_s == Approx(8 * 28e9 / 28));            // under 409.6 x 0.65
+    CHECK(c.dram_Bps == Approx(8 * 28e9));                              // under 409.6 x 0.75
+  }
+  SECTION("deepspeed --bind_cores_to_rank, 2 ranks: 64 threads each, the states on 2 of 8 NUMA nodes") {
+    core::LaunchSettings ds;
+    ds.bind_cores_to_rank = true;
+    core::apply_launch(c, *h, ds, 2);
+    CHECK(c.cpu_threads_per_rank == 64);
+    CHECK(c.cpu_numa_home == 2);
+    CHECK(c.cpu_adam_params_per_s == Approx(409.6e9 * 2 / 8 * 0.65 / 28));
+    CHECK(c.dram_Bps == Approx(409.6e9 * 2 / 8 * 0.75));
+  }
+  SECTION("a probe's CPU Adam rate scales linearly to fewer threads") {
+    h->measured.cpu_adam_params_per_s = 4e9;
+    h->measured.cpu_adam_threads = 16;
+    core::apply_launch(c, *h, torchrun, 4);  // 4 threads running
+    CHECK(c.cpu_adam_params_per_s == Approx(1e9));
+    core::apply_launch(c, *h, torchrun, 32);
+    CHECK(c.cpu_adam_params_per_s == Approx(4e9));
+  }
+}
+
+// HF transformers' modeling code read op by op (modeling_llama.py LlamaDecoderLayer, LlamaRMSNorm,
+// apply_rotary_pos_emb; modeling_gpt2.py GPT2Block, NewGELUActivation).
+TEST_CASE("an HF eager block's kernels by architecture and attention implementation", "[cost][launch]") {
+  auto llama = core::load_model("llama2-7b");
+  auto gpt2 = core::load_model("gpt2-1.5b");
+  REQUIRE(llama.ok());
+  REQUIRE(gpt2.ok());
+  // 7 projections, 2 RMSNorms of 8, rotary 2 x 5, SiLU and gate 2, 2 residual adds, fused attention + contiguous 2.
+  CHECK(core::eager_kernels_per_block(*llama, core::AttnImplementation::sdpa) == 39);
+  CHECK(core::eager_kernels_per_block(*llama, core::AttnImplementation::eager) == 42);
+  // c_attn, c_proj, c_fc, c_proj; 2 LayerNorms; tanh GELU 8; 2 adds, 2 dropouts; attention 2.
+  CHECK(core::eager_kernels_per_block(*gpt2, core::AttnImplementation::flash_attention_2) == 20);
+}
+
+TEST_CASE("an op costs max(its GPU time, its kernels' host time); attention at its implementation's rate",
+          "[cost][launch]") {
+  auto h = core::load_hardware("dgx-a100-80gb");
+  auto m = core::load_model("llama2-7b");
+  REQUIRE(h.ok());
+  REQUIRE(m.ok());
+  auto s = core::parse_ds_config_text(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}})",
+                                      "inline", {.nodes = 1, .gpus_per_node = 8, .seq_len = 2048, .hidden = 4096});
+  REQUIRE(s.ok());
+  auto c = core::cost_model_for_run(*h, *m, *s);
+  CHECK(c.kernels_per_block_forward == 39);
+  CHECK(c.kernel_host_s == Approx(15e-6));
+  CHECK(c.attention_efficiency == Approx(0.54));
+  core::Op op;
+  op.kind = core::OpKind::forward;
+  op.layer = 0;
+  op.gemm_flops = c.block_forward_gemm_flops;
+  const double kernels = static_cast<double>(core::kernel_count(c, op));
+  CHECK(core::compute_time_s(c, op) ==
+        Approx(op.gemm_flops / (c.peak_flops * c.block_forward_efficiency) + kernels * c.kernel_launch_s));
+  op.attention_flops = 0.25 * op.gemm_flops;
+  CHECK(core::compute_time_s(c, op) ==
+        Approx(0.75 * op.gemm_flops / (c.peak_flops * c.block_forward_efficiency) +
+               0.25 * op.gemm_flops / (c.peak_flops * 0.54) + kernels * c.kernel_launch_s));
+  op.attention_flops = 0;
+  op.gemm_flops = 1e6;  // a tiny module: the host launches slower than the GPU runs it
+  CHECK(core::compute_time_s(c, op) == Approx(static_cast<double>(core::kernel_count(c, op)) * 15e-6));
+  s->run.launch.attn_implementation = core::AttnImplementation::eager;
+  CHECK(core::cost_model_for_run(*h, *m, *s).attention_efficiency == Approx(0.105));
 }

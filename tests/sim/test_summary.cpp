@@ -1,5 +1,6 @@
 // sim/summary.cpp on a hand-made ZeRO-Offload-shaped step: forward, backward, gradients to the host, CPU Adam,
 // parameters back. Every figure is a hand computation.
+#include <cmath>
 #include <catch2/catch.hpp>
 
 #include "sim/requirements.h"
@@ -75,7 +76,8 @@ TEST_CASE("summary of an offload step: phases, throughput, exposure, bottleneck,
   CHECK(exposure(s, "pcie_d2h")->exposed_s == Approx(t_link));
   CHECK(exposure(s, "pcie_h2d")->exposed_s == Approx(t_link));
   CHECK(s.bottleneck_key == "cpu_adam");
-  CHECK(s.bottleneck == "CPU Adam: 54% of the step, exposed (GPU computes 41%)");
+  CHECK(s.bottleneck ==
+        "CPU Adam: 54% of the step, exposed (GPU computes 41%); also exposed: PCIe host→GPU 3%, PCIe GPU→host 3%");
 
   CHECK(utilization(s, "gpu") == Approx(1.5 / step));
   CHECK(utilization(s, "cpu") == Approx(2.0 / step));
@@ -96,7 +98,7 @@ TEST_CASE("summary of an offload step: phases, throughput, exposure, bottleneck,
   CHECK_THAT(sim::summary_text(s), Catch::Contains("CPU Adam DRAM traffic needs at least 34 GB/s, has 28 GB/s"));
 }
 
-TEST_CASE("a compute-bound step says so; overlapped transfers are not exposed", "[summary]") {
+TEST_CASE("a compute-led step says so; overlapped transfers are not exposed", "[summary]") {
   test::PlanBuilder b;
   b.compute(50e12);                        // 0.5 s
   b.transfer(OpKind::h2d, 1'000'000'000);  // 0.1 s, hidden under the compute
@@ -105,9 +107,34 @@ TEST_CASE("a compute-bound step says so; overlapped transfers are not exposed", 
   REQUIRE(r.ok());
   const sim::Summary s = sim::summarize(b.plan(), *r, {});
   CHECK(s.bottleneck_key == "gpu_compute");
-  CHECK(s.bottleneck == "GPU compute: 100% of the step (compute-bound, MFU 100%)");
+  CHECK(s.bottleneck == "GPU compute: 100% of the step (MFU 100%)");
   REQUIRE(exposure(s, "pcie_h2d"));
   CHECK(exposure(s, "pcie_h2d")->exposed_s == 0.0);
+}
+
+// Around half the step the words used to flip from "compute-bound" to "no single bottleneck" while 41% of the step
+// was exposed CPU Adam; now both shares are named on either side of the crossing.
+TEST_CASE("the bottleneck names compute and the exposed CPU Adam on both sides of half the step", "[summary]") {
+  for (const auto& [compute_s, adam_s] : {std::pair{0.51, 0.41}, std::pair{0.41, 0.51}}) {
+    test::PlanBuilder b;
+    const uint32_t fwd = b.compute(compute_s * 100e12);
+    const uint32_t adam = b.add(Stream::cpu_adam, OpKind::adam_cpu, {fwd});
+    b.op(adam).elements = static_cast<int64_t>(adam_s * 1e9);
+    b.op(adam).phase = Phase::optimizer;
+    b.plan().model_flops_per_step = compute_s * 100e12;
+    auto r = sim::simulate(b.plan(), test::exact_cost(), {});
+    REQUIRE(r.ok());
+    const sim::Summary s = sim::summarize(b.plan(), *r, {});
+    const std::string c = std::to_string(static_cast<int>(std::lround(100 * compute_s / (compute_s + adam_s))));
+    const std::string a = std::to_string(static_cast<int>(std::lround(100 * adam_s / (compute_s + adam_s))));
+    if (compute_s > adam_s) {
+      CHECK(s.bottleneck_key == "gpu_compute");
+      CHECK(s.bottleneck == "GPU compute: " + c + "% of the step (MFU " + c + "%); exposed: CPU Adam " + a + "%");
+    } else {
+      CHECK(s.bottleneck_key == "cpu_adam");
+      CHECK(s.bottleneck == "CPU Adam: " + a + "% of the step, exposed (GPU computes " + c + "%)");
+    }
+  }
 }
 
 TEST_CASE("a timeline that overflows a tier the plan said fits is a warning", "[summary]") {
