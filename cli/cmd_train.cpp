@@ -110,6 +110,13 @@ int report_not_fitting(const Opts& o, const Inputs& in, const core::Plan& plan) 
 std::string bytes(int64_t b) { return b == 0 ? std::string("0") : core::format_bytes(b); }
 
 void run_train(const Opts& o, int& exit_code) {
+  if (!o.in.deepspeed_version.empty()) {
+    // The engine executes the newest modelled release's schedule; older releases are for fit, plan and simulate.
+    std::cerr << "zerosim train: --deepspeed-version: the engine runs DeepSpeed "
+              << core::to_string(core::DeepSpeedVersion{}) << "'s schedule only (fit, plan and simulate model others)\n";
+    exit_code = 2;
+    return;
+  }
   auto group = make_group(o.comm_timeout_s);
   if (!group) {
     std::cerr << "zerosim train: " << group.error().message << "\n";

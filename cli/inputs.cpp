@@ -32,6 +32,9 @@ void add_input_flags(CLI::App& sub, InputFlags& f, bool model_required) {
   sub.add_option("--attn-implementation", f.attn_implementation,
                  "HF attn_implementation: eager, sdpa (HF's default) or flash_attention_2")
       ->capture_default_str();
+  sub.add_option("--deepspeed-version", f.deepspeed_version,
+                 "the DeepSpeed release to model where releases differ (default " +
+                     core::to_string(core::DeepSpeedVersion{}) + ")");
 }
 
 namespace {
@@ -85,6 +88,11 @@ core::Result<Inputs> load_inputs(const InputFlags& f) {
   auto launch = launch_settings(f);
   if (!launch) return launch.error();
   run.launch = *launch;
+  if (!f.deepspeed_version.empty()) {
+    auto v = core::parse_deepspeed_version(f.deepspeed_version);
+    if (!v) return core::bad_input("--deepspeed-version \"" + f.deepspeed_version + "\": expected MAJOR.MINOR.PATCH, e.g. 0.19.6");
+    run.deepspeed_version = *v;
+  }
   auto s = core::load_strategy(f.ds_config, run);
   if (!s) return s.error();
   in.strategy = std::move(*s);

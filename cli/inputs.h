@@ -31,6 +31,7 @@ struct InputFlags {
   int64_t omp_threads = 0;                 // OMP_NUM_THREADS per rank as exported; 0: the launcher's rule
   bool bind_cores_to_rank = false;         // deepspeed --bind_cores_to_rank
   std::string attn_implementation = "sdpa";  // HF attn_implementation: eager | sdpa | flash_attention_2
+  std::string deepspeed_version;            // "0.13.3"; empty: the newest modelled
 };
 
 struct Inputs {

@@ -91,7 +91,7 @@ int report_not_fitting(const Opts& o, const Inputs& in, const core::Plan& plan) 
 }
 
 ordered_json part_json(const sim::StepPart& p) {
-  return {{"key", p.key},         {"label", p.label},         {"resource", p.resource},
+  return {{"key", p.key},         {"label", p.label},         {"name", p.name},          {"resource", p.resource},
           {"ops", p.ops},         {"bytes", p.bytes},         {"elements", p.elements},
           {"busy_s", p.busy_s},   {"exposed_s", p.exposed_s}, {"rate_GBps", p.rate_Bps / 1e9},
           {"pageable", p.pageable}};

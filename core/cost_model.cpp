@@ -13,6 +13,7 @@ namespace {
 // A100 FlashAttention-2 155-182 TFLOPS of 312, PyTorch eager 32-34; H100 FA2 265-308 of 989, eager 57-63.
 // Host time: an HF eager training step's host time per kernel, 15 us (eager vs CUDA-graph step of the same model).
 constexpr double kHostPerKernelS = 15e-6;
+constexpr int64_t kAttentionBenchmarkHeadDim = 128;  // the head dim of the attention figures below
 constexpr GpuTypeDefaults kGpuTypes[] = {
     {"V100", 80, 128, 128, 0.78, 0.85, 5e-6, 0, 0, kHostPerKernelS, true},
     {"A100", 108, 128, 256, 0.82, 0.88, 4e-6, 0.54, 0.105, kHostPerKernelS, true},
@@ -514,6 +515,16 @@ CostModel cost_model_for_run(const Hardware& hw, const ModelSpec& m, const Strat
   apply_model_shapes(c, m, s.micro_batch_per_gpu * s.run.seq_len);
   apply_aio(c, hw, s.aio);
   apply_launch(c, hw, s.run.launch, std::min(s.run.gpus_per_node, std::max<int64_t>(1, s.run.world())));
+  const int64_t head_dim = m.head_dim > 0 ? m.head_dim : m.hidden / std::max<int64_t>(1, m.heads);
+  if (s.run.launch.attn_implementation == AttnImplementation::eager && c.attention_efficiency > 0 &&
+      head_dim < kAttentionBenchmarkHeadDim) {
+    // Eager attention is bound by its [b, a, s, s] score traffic, the same per score whatever the head dim, while
+    // its FLOPs per score are 4 × head_dim: below the benchmark's head dim its efficiency falls in proportion.
+    c.attention_efficiency *= static_cast<double>(head_dim) / static_cast<double>(kAttentionBenchmarkHeadDim);
+    c.provenance.push_back({"attention_head_dim", fmt("eager at head dim %.0f: x %.3f of the head-dim-128 figure",
+                                                      static_cast<double>(head_dim),
+                                                      static_cast<double>(head_dim) / kAttentionBenchmarkHeadDim)});
+  }
   if (gpu_type_defaults(hw.gpu.name).hf_eager) {
     c.kernels_per_block_forward = eager_kernels_per_block(m, s.run.launch.attn_implementation);
     c.provenance.push_back({"kernels", fmt("HF eager: %.0f kernels per block forward", static_cast<double>(

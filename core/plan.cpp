@@ -158,6 +158,7 @@ std::string plan_to_json(const Plan& p, bool with_ledger) {
     o["mem_bound_bytes"] = op.mem_bound_bytes;
     if (op.role != ModuleRole::none) o["role"] = to_string(op.role);
     o["elements"] = op.elements;
+    if (op.pageable_host) o["pageable_host"] = true;
     o["group_ranks"] = op.group_ranks;
     o["deps"] = op.deps;
     o["mem_delta"] = tiers(op.mem_delta);

@@ -59,6 +59,8 @@ struct Op {
   int64_t mem_bound_bytes = 0;  // compute: HBM bytes of attention/norm/activation/loss/GPU-Adam work
   ModuleRole role = ModuleRole::none;  // compute: the module's role (a measured per-role time scale applies)
   int64_t elements = 0;      // optimizer ops: parameters updated
+  bool pageable_host = false;  // h2d/d2h: the host side is a temporary PyTorch allocates (pageable), whatever the
+                               // tensor's own buffer is: a blocking copy that converts the dtype on the CPU
   int32_t group_ranks = 1;   // collectives: ranks in the group
   std::vector<uint32_t> deps;   // ids of ops this one waits for (all < id)
   std::array<int64_t, 3> mem_delta{};  // bytes allocated (+) / freed (−) per tier when the op completes

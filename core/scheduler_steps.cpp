@@ -319,6 +319,27 @@ class MicroStep {
     return e_.emit(std::move(op));
   }
 
+  // DeepSpeed before v0.19.5 (stage3.py partition_grads: fp32_grad_tensor.copy_(grad_buffer) without
+  // non_blocking): PyTorch's copy_kernel_cuda converts a blocking cross-device copy on the CPU, so the 16-bit
+  // partition goes down into a pageable temporary and the host casts it into the fp32 buffer, while the host thread
+  // that launches the backward waits: both on the compute stream.
+  uint32_t blocking_fp32_grad_copy(const std::vector<size_t>& ps, int64_t n, std::vector<uint32_t> deps) {
+    if (st_.last_compute >= 0) deps.push_back(static_cast<uint32_t>(st_.last_compute));
+    Op d2h = make_op(OpKind::d2h, Stream::compute, Phase::backward, st_.micro, layer_of(ps));
+    d2h.bytes = cx_.lp * n;
+    d2h.pageable_host = true;
+    set_range(d2h, TensorKind::fp32_grad, ps);
+    d2h.deps = std::move(deps);
+    const uint32_t copied = e_.emit(std::move(d2h));
+    Op cast = make_op(OpKind::cast_cpu, Stream::compute, Phase::backward, st_.micro, layer_of(ps));
+    cast.bytes = (cx_.lp + 4) * n;
+    set_range(cast, TensorKind::fp32_grad, ps);
+    cast.deps = {copied};
+    const uint32_t id = e_.emit(std::move(cast));
+    st_.last_compute = id;
+    return id;
+  }
+
   int64_t share(const std::vector<size_t>& ps) const {
     int64_t n = 0;
     for (size_t p : ps) n += cx_.params[p].part;
@@ -370,7 +391,10 @@ class MicroStep {
           if (grp.tier != Tier::gpu) {
             std::vector<uint32_t> d = {last};
             if (grp.tier == Tier::cpu) d.insert(d.end(), buffer_free.begin(), buffer_free.end());
-            last = transfer(OpKind::d2h, ps, TensorKind::fp32_grad, 4 * n, d);
+            if (cx_.s.run.deepspeed_version < kPinnedOffloadSince && grp.tier == Tier::cpu)
+              last = blocking_fp32_grad_copy(ps, n, d);
+            else
+              last = transfer(OpKind::d2h, ps, TensorKind::fp32_grad, 4 * n, d);
           }
           if (grp.tier == Tier::nvme) {
             std::vector<uint32_t> d = {last};

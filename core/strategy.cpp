@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -523,6 +524,18 @@ std::string resolved_config_json(const Strategy& s) {
   if (s.grad_accum_dtype) j["data_types"] = {{"grad_accum_dtype", to_string(*s.grad_accum_dtype)}};
   merge_into(j, Json::parse(s.unmodelled_json.empty() ? "{}" : s.unmodelled_json));
   return j.dump(2);
+}
+
+std::optional<DeepSpeedVersion> parse_deepspeed_version(const std::string& text) {
+  DeepSpeedVersion v;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%d.%d.%d%c", &v.major, &v.minor, &v.patch, &tail) != 3) return std::nullopt;
+  if (v.major < 0 || v.minor < 0 || v.patch < 0 || v.major > 99 || v.minor > 999 || v.patch > 999) return std::nullopt;
+  return v;
+}
+
+std::string to_string(const DeepSpeedVersion& v) {
+  return std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch);
 }
 
 std::string to_string(OffloadDevice d) {

@@ -135,6 +135,17 @@ struct Bf16Config {
   bool bf16_optimizer_states = false;
 };
 
+// The DeepSpeed release whose behaviour is modelled where releases differ: offload pin_memory's default and the
+// ZeRO-3 boundary gradient copy (PR #8207, first in v0.19.5, made both pinned and non-blocking).
+struct DeepSpeedVersion {
+  int major = 0, minor = 19, patch = 6;
+  auto operator<=>(const DeepSpeedVersion&) const = default;
+};
+std::optional<DeepSpeedVersion> parse_deepspeed_version(const std::string& text);  // "0.13.3"
+std::string to_string(const DeepSpeedVersion& v);
+// v0.19.5: offload blocks pin by default; ZeRO-3 copies the boundary fp32 gradients to the host without blocking.
+inline constexpr DeepSpeedVersion kPinnedOffloadSince{0, 19, 5};
+
 // Settings outside ds_config (CLI flags, defaults from the inputs). world = nodes × gpus_per_node.
 struct RunSettings {
   int64_t nodes = 1;
@@ -148,6 +159,7 @@ struct RunSettings {
   std::optional<int64_t> hf_grad_accum;
   std::optional<Precision> hf_precision;  // HF --fp16 / --bf16 for fp16/bf16.enabled "auto"; unset → both false
   LaunchSettings launch;  // launcher, CPU threads per rank, core binding, attention implementation (launch.h)
+  DeepSpeedVersion deepspeed_version;  // default: the newest modelled
   int64_t world() const { return nodes * gpus_per_node; }
 };
 

@@ -175,6 +175,12 @@ void read_zero_optimization(ObjectReader& z, Strategy& s, Json& unmodelled) {
     notes.push_back("zero_optimization." + std::string(k) + ": accepted, not modelled");
   }
 
+  if (s.run.deepspeed_version < kPinnedOffloadSince) {
+    // offload_config.py before PR #8207: pin_memory defaulted to False in both blocks.
+    c.offload_param.pin_memory = c.offload_optimizer.pin_memory = false;
+    notes.push_back("DeepSpeed " + to_string(s.run.deepspeed_version) +
+                    ": offload blocks default to pin_memory false (true from v0.19.5)");
+  }
   ObjectReader op = z.object({"offload_param"});
   ObjectReader oo = z.object({"offload_optimizer"});
   c.offload_param_given = op.present();

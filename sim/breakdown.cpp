@@ -84,8 +84,10 @@ Breakdown breakdown(const core::Plan& plan, const SimResult& sim) {
     if (e.rank != 0) continue;
     const core::Op& op = plan.ops[static_cast<size_t>(index_of[e.op])];
     const double d = e.end_s - e.start_s, hidden_not = uncovered(e.start_s, e.end_s, compute);
-    auto add_pass = [&](const std::string& key, const std::string& label, double share, double bytes, double n) {
+    auto add_pass = [&](const std::string& key, const std::string& name, const std::string& label, double share,
+                        double bytes, double n) {
       PartBuilder& p = at(pass_order, key, label, key == "gpu_adam" ? "gpu" : "cpu");
+      p.part.name = name;
       p.part.ops += 1;
       p.part.bytes += bytes;
       p.part.elements += n;
@@ -97,17 +99,17 @@ Breakdown breakdown(const core::Plan& plan, const SimResult& sim) {
       case OpKind::adam_cpu: {
         const core::CpuStepPasses t = core::cpu_step_passes(c, op.elements);
         const double total = t.unscale_s + t.adam_s, u = total > 0 ? t.unscale_s / total : 0;
-        add_pass("cpu_unscale", "unscale_and_clip_grads, CPU (fp32 gradients: 8 B/param)", u,
+        add_pass("cpu_unscale", "unscale (CPU)", "unscale_and_clip_grads, CPU (fp32 gradients: 8 B/param)", u,
                  n * c.unscale_bytes_per_param, n);
-        add_pass("cpu_adam", "CPU Adam (DeepSpeedCPUAdam: fp32 param, grad, m, v: 28 B/param)", 1 - u,
+        add_pass("cpu_adam", "CPU Adam", "CPU Adam (DeepSpeedCPUAdam: fp32 param, grad, m, v: 28 B/param)", 1 - u,
                  n * c.adam_bytes_per_param, n);
         break;
       }
       case OpKind::cast_cpu:
-        add_pass("cpu_cast", "fp32 -> 16-bit parameter copy, CPU", 1, static_cast<double>(op.bytes), 0);
+        add_pass("cpu_cast", "fp32 -> 16-bit copy (CPU)", "fp32 -> 16-bit parameter copy, CPU", 1, static_cast<double>(op.bytes), 0);
         break;
       case OpKind::adam_gpu:
-        add_pass("gpu_adam", "GPU Adam (fused, with the unscale)", 1, static_cast<double>(op.mem_bound_bytes), n);
+        add_pass("gpu_adam", "GPU Adam", "GPU Adam (fused, with the unscale)", 1, static_cast<double>(op.mem_bound_bytes), n);
         break;
       case OpKind::h2d:
       case OpKind::d2h:
@@ -117,11 +119,12 @@ Breakdown breakdown(const core::Plan& plan, const SimResult& sim) {
         const core::PlanTensor* x = has_tensor ? &plan.tensors[static_cast<size_t>(op.tensor)] : nullptr;
         const auto [what_key, what] = x ? copy_what(x->kind) : std::pair<std::string, std::string>{"data", "data"};
         const bool pcie = e.kind == OpKind::h2d || e.kind == OpKind::d2h;
-        const bool pageable = pcie && x && x->home == core::Tier::cpu && !x->pinned;
+        const bool pageable = pcie && ((x && x->home == core::Tier::cpu && !x->pinned) || op.pageable_host);
         const std::string key = core::to_string(e.kind) + "." + what_key + (pageable ? ".pageable" : "");
         PartBuilder& p = at(copy_order, key, what + " " + copy_direction(e.kind) + (pageable ? " (pageable)" : ""),
                             pcie ? "pcie" : "nvme");
         p.part.pageable = pageable;
+        p.part.name = p.part.label;
         p.part.ops += 1;
         p.part.bytes += static_cast<double>(e.bytes);
         p.part.busy_s += d;

@@ -19,6 +19,7 @@ namespace zs::sim {
 struct StepPart {
   std::string key;       // "cpu_unscale", "cpu_adam", "cpu_cast", "gpu_adam", "d2h.lp_grad", "nvme_read.adam_m", ...
   std::string label;     // "unscale_and_clip_grads (CPU, fp32 gradients: 8 B/param)"
+  std::string name;      // short: "unscale (CPU)", "16-bit gradients GPU→host"
   std::string resource;  // "cpu", "gpu", "pcie", "nvme"
   int64_t ops = 0;
   double bytes = 0;      // copies: bytes moved; passes: bytes streamed (read + written)

@@ -54,6 +54,7 @@ std::pair<int32_t, int32_t> transfer_endpoints(const core::Plan& p, const Topolo
     const core::PlanTensor& x = p.tensors[static_cast<size_t>(op.tensor)];
     pageable = x.home == core::Tier::cpu && !x.pinned;
   }
+  pageable = pageable || (lp_link && op.pageable_host);
   const int32_t host = pageable ? t.pageable_host() : t.cpu_host(), gpu = t.gpu_host(rank);
   switch (op.kind) {
     case OpKind::h2d:

@@ -106,7 +106,7 @@ std::vector<KeyValueSection> summary_sections(const Prediction& p) {
   }
   if (!p.cpu_threads.empty() && !p.passes.empty())
     out.push_back({QStringLiteral("CPU threads (as launched)"),
-                   {{QStringLiteral("optimizer passes run on"), fmt::qs(p.cpu_threads), fmt::qs(p.cpu_threads), false}}});
+                   {{QStringLiteral("threads"), fmt::qs(p.cpu_threads), fmt::qs(p.cpu_threads), false}}});
   auto parts = [&](const QString& title, const std::vector<StepPart>& v) {
     if (v.empty()) return;
     KeyValueSection s{title, {}};
@@ -114,7 +114,7 @@ std::vector<KeyValueSection> summary_sections(const Prediction& p) {
       QString value = fmt::duration(x.busy_s) + QStringLiteral(", ") + fmt::duration(x.exposed_s) +
                       QStringLiteral(" exposed · ") + fmt::gbps(x.rate_GBps);
       if (x.gparams_per_s > 0) value += QStringLiteral(" · ") + QString::number(x.gparams_per_s, 'g', 3) + QStringLiteral(" Gparam/s");
-      s.rows.push_back({fmt::qs(x.label), value, {}, x.exposed_s > 0.05 * step});
+      s.rows.push_back({fmt::qs(x.name.empty() ? x.label : x.name), value, fmt::qs(x.label), x.exposed_s > 0.05 * step});
     }
     out.push_back(std::move(s));
   };

@@ -57,7 +57,7 @@ void fill_from_breakdown(Prediction& p, const sim::Breakdown& b, const std::vect
                 static_cast<long long>(b.threads.numa_home), static_cast<long long>(b.threads.numa_nodes));
   p.cpu_threads = b.threads.active > 0 ? std::string(t) + " — " + b.threads.why : std::string();
   auto part = [](const sim::StepPart& x) {
-    return StepPart{x.key, x.label, x.busy_s, x.exposed_s, x.rate_Bps / 1e9,
+    return StepPart{x.key, x.label, x.name, x.busy_s, x.exposed_s, x.rate_Bps / 1e9,
                     x.elements > 0 && x.busy_s > 0 ? x.elements / x.busy_s / 1e9 : 0, x.ops};
   };
   p.passes.clear();

@@ -30,6 +30,7 @@ struct Exposed {
 // One optimizer pass or kind of copy (sim/breakdown.h): its simulated time, the part the GPU did not hide, its rate.
 struct StepPart {
   std::string key, label;  // "cpu_adam", "CPU Adam (DeepSpeedCPUAdam: ...)"; "d2h.grads", "16-bit gradients GPU→host"
+  std::string name;        // short: "CPU Adam"
   double busy_s = 0, exposed_s = 0;
   double rate_GBps = 0;
   double gparams_per_s = 0;  // optimizer passes that update parameters; 0 otherwise

@@ -13,7 +13,7 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$out"
 export QT_QPA_PLATFORM=offscreen
 
-model=llama2-7b; hw=dgx-a100-80gb; cfg=zero3-offload-nvme
+model=llama2-7b; hw=dgx-a100-80gb
 small="$root/tests/data/engine/small.json"; small_cfg="$root/tests/data/engine/tiny-zero2-offload.json"
 mkdir -p "$tmp/nvme"
 "$build/bin/zerosim" probe --nvme-path "$tmp/nvme" -o "$tmp/probe.json" >/dev/null
@@ -22,7 +22,7 @@ mkdir -p "$tmp/nvme"
 
 gui="$build/bin/zerosim-gui"
 "$gui" --screenshot "$out/explore.png" --tab explore -m llama2-13b --hardware $hw -c zero2-offload-cpu
-"$gui" --screenshot "$out/simulate.png" --tab simulate -m $model --hardware $hw -c $cfg
+"$gui" --screenshot "$out/simulate.png" --tab simulate -m $model --hardware $hw -c zero2-offload-cpu
 "$gui" --screenshot "$out/compare.png" --tab compare -m "$small" --hardware "$tmp/host.json" -c "$small_cfg" --seq-len 64 \
   --trace "$tmp/measured.json"
 "$gui" --screenshot "$out/sweep.png" --tab sweep -m $model --hardware $hw -c zero3-offload-cpu --checkpoint-activations \

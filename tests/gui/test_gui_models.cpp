@@ -148,8 +148,8 @@ class TestGuiModels : public QObject {
     QVERIFY(m.rowCount() >= 5);
     const int without_breakdown = m.rowCount();
     p.cpu_threads = "1 per rank x 8 ranks (8 running)";
-    p.passes = {{"cpu_adam", "CPU Adam", 0.4, 0.4, 24.0, 0.86, 1}};
-    p.copies = {{"d2h.grads", "fp32 gradients GPU→host", 0.2, 0.1, 20.0, 0, 3}};
+    p.passes = {{"cpu_adam", "CPU Adam (DeepSpeedCPUAdam)", "CPU Adam", 0.4, 0.4, 24.0, 0.86, 1}};
+    p.copies = {{"d2h.grads", "fp32 gradients GPU→host", "fp32 gradients GPU→host", 0.2, 0.1, 20.0, 0, 3}};
     p.advice = {{"--schedule dpu", "the CPU optimizer step", 1.6, 0.4}};
     m.set_sections(summary_sections(p));
     QCOMPARE(m.rowCount(), without_breakdown + 4);  // CPU threads, passes, copies, advice

@@ -394,8 +394,12 @@ TEST_CASE("an op costs max(its GPU time, its kernels' host time); attention at i
   auto m = core::load_model("llama2-7b");
   REQUIRE(h.ok());
   REQUIRE(m.ok());
+  core::RunSettings run;
+  run.gpus_per_node = 8;
+  run.seq_len = 2048;
+  run.hidden = 4096;
   auto s = core::parse_ds_config_text(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2}})",
-                                      "inline", {.nodes = 1, .gpus_per_node = 8, .seq_len = 2048, .hidden = 4096});
+                                      "inline", run);
   REQUIRE(s.ok());
   auto c = core::cost_model_for_run(*h, *m, *s);
   CHECK(c.kernels_per_block_forward == 39);
