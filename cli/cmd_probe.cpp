@@ -28,8 +28,9 @@ struct ProbeFlags {
 
 core::Json to_json(const exec::ProbeResult& r) {
   core::Json j;
-  j["cpu"] = {{"cores", r.cpus}, {"memory_GiB", r.memory_GiB}};
+  j["cpu"] = {{"cores", r.cpus}, {"numa_nodes", r.numa_nodes}, {"memory_GiB", r.memory_GiB}};
   j["dram"] = {{"triad_GBps", r.dram.triad_GBps},
+               {"triad_one_thread_GBps", r.dram.triad_one_thread_GBps},
                {"adam_pattern_GBps", r.dram.adam_pattern_GBps},
                {"threads", r.dram.threads},
                {"working_set_bytes", r.dram.working_set_bytes}};
@@ -113,9 +114,10 @@ core::Json to_json(const exec::ProbeResult& r) {
 }
 
 void print_text(const exec::ProbeResult& r) {
-  std::printf("cpu       %d cpus, %.1f GiB\n", r.cpus, r.memory_GiB);
-  std::printf("dram      triad %.1f GB/s, Adam pattern %.1f GB/s (%d threads)\n", r.dram.triad_GBps,
-              r.dram.adam_pattern_GBps, r.dram.threads);
+  std::printf("cpu       %d cpus, %.1f GiB, %lld NUMA node(s)\n", r.cpus, r.memory_GiB,
+              static_cast<long long>(r.numa_nodes));
+  std::printf("dram      triad %.1f GB/s, Adam pattern %.1f GB/s (%d threads); triad %.1f GB/s on one thread\n",
+              r.dram.triad_GBps, r.dram.adam_pattern_GBps, r.dram.threads, r.dram.triad_one_thread_GBps);
   for (const auto& a : r.cpu_adam.by_threads)
     std::printf("cpu_adam  %2d thread%s %.3g params/s = %.1f GB/s at 28 B/param (%s)\n", a.threads,
                 a.threads > 1 ? "s:" : ": ", a.params_per_s, a.params_per_s * 28 / 1e9, r.cpu_adam.kernel.c_str());

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <system_error>
 
 #include "exec/host_buffer.h"
 #include "exec/thread_pool.h"
@@ -189,6 +191,18 @@ int64_t last_level_cache_bytes() {
     best = std::max<int64_t>(best, std::atoll(s.c_str()) * mult);
   }
   return best;
+}
+
+int64_t numa_node_count() {
+  std::error_code ec;
+  int64_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("node", 0) == 0 && name.size() > 4 &&
+        std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      ++n;
+  }
+  return std::max<int64_t>(1, n);
 }
 
 int64_t physical_memory_bytes() {

@@ -27,5 +27,7 @@ double triad_GBps(ThreadPool& pool, int64_t n, int reps);
 int64_t last_level_cache_bytes();
 // Physical memory in bytes.
 int64_t physical_memory_bytes();
+// NUMA nodes with memory, from sysfs (/sys/devices/system/node/node*); 1 when the kernel shows none.
+int64_t numa_node_count();
 
 }  // namespace zs::exec

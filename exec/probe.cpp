@@ -209,6 +209,7 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
   r.cpus = available_cpus();
   const int threads = o.max_threads > 0 ? std::min(o.max_threads, r.cpus) : r.cpus;
   r.memory_GiB = static_cast<double>(physical_memory_bytes()) / core::kGiB;
+  r.numa_nodes = numa_node_count();
 
   // Working set: twice the last-level cache (so DRAM, not cache, is measured), 256 MiB..2 GiB, ≤ RAM/8.
   int64_t ws = std::clamp<int64_t>(2 * last_level_cache_bytes(), 256 << 20, int64_t{2} << 30);
@@ -221,6 +222,11 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
   r.dram.triad_GBps = triad_GBps(pool, ws / 3 / 8, reps);
   say("dram: triad " + fmt("%.1f", r.dram.triad_GBps) + " GB/s (" + std::to_string(threads) + " threads, " +
       bytes_text(ws) + " working set" + (o.quick ? ", --quick: may be cache-resident" : "") + ")");
+  {
+    ThreadPool one(1);
+    r.dram.triad_one_thread_GBps = triad_GBps(one, ws / 3 / 8, reps);
+    say("dram: triad " + fmt("%.1f", r.dram.triad_one_thread_GBps) + " GB/s on one thread");
+  }
 
   const int64_t n = ws / 4 / 4;  // four fp32 arrays
   r.dram.working_set_bytes = 4 * 4 * n;
@@ -387,10 +393,12 @@ core::Hardware apply_probe(core::Hardware h, const ProbeResult& r) {
              (h.file.empty() ? std::string() : " (" + h.file + ")") +
              (r.quick ? "; --quick run: DRAM figures may be cache-bound, rerun without --quick" : "");
   h.cpu.cores = r.cpus;
+  h.cpu.numa_nodes = r.numa_nodes;
   h.cpu.memory_GiB = std::max(0.001, std::round(r.memory_GiB * 10) / 10);
   h.cpu.memory_GBps = r.dram.triad_GBps;
   auto& ms = h.measured;
   ms.dram_triad_GBps = r.dram.triad_GBps;
+  if (r.dram.triad_one_thread_GBps > 0) ms.dram_core_GBps = r.dram.triad_one_thread_GBps;
   ms.dram_adam_pattern_GBps = r.dram.adam_pattern_GBps;
   ms.cpu_adam_params_per_s = r.cpu_adam.params_per_s;
   ms.cpu_adam_threads = r.cpu_adam.threads;

@@ -29,6 +29,7 @@ struct ProbeOptions {
 
 struct DramResult {
   double triad_GBps = 0, adam_pattern_GBps = 0;
+  double triad_one_thread_GBps = 0;  // one core's streaming rate (what a rank with OMP_NUM_THREADS=1 gets)
   int threads = 0;
   int64_t working_set_bytes = 0;  // of the Adam-pattern run (4 fp32 arrays)
 };
@@ -112,6 +113,7 @@ struct GpuResult {
 
 struct ProbeResult {
   int cpus = 0;
+  int64_t numa_nodes = 1;  // NUMA nodes with memory (sysfs)
   double memory_GiB = 0;
   DramResult dram;
   CpuAdamResult cpu_adam;

@@ -51,7 +51,7 @@ core::Result<std::vector<Advice>> advise(const core::ModelSpec& m, const core::H
     alt.run.launch.bind_cores_to_rank = true;
     alt.run.launch.attn_implementation = s.run.launch.attn_implementation;
     ZS_TRY(consider("--launcher deepspeed --bind-cores-to-rank (" + std::to_string(share) + " threads per rank)",
-                    "less of the CPU passes: each rank's share of the cores", alt, schedule));
+                    "part of the CPU passes (each rank runs on its share of the cores)", alt, schedule));
   }
   bool pageable = false;
   for (const auto& c : base.breakdown.copies) pageable = pageable || (c.pageable && c.exposed_s > 0);

@@ -39,6 +39,7 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
   CHECK(r->cpus >= 1);
   CHECK(r->dram.triad_GBps > 0);
   CHECK(r->dram.adam_pattern_GBps > 0);
+  CHECK(r->dram.triad_one_thread_GBps > 0);
   CHECK(r->cpu_adam.params_per_s > 0);
   CHECK(r->cpu_adam.threads >= 1);
   CHECK(r->cpu_adam.by_threads.back().threads == r->cpus);
@@ -63,7 +64,10 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
   INFO((back.ok() ? std::string() : back.error().message));
   REQUIRE(back.ok());
   CHECK(back->cpu.cores == r->cpus);
+  CHECK(back->cpu.numa_nodes == r->numa_nodes);
+  CHECK(r->numa_nodes >= 1);
   CHECK(back->cpu.memory_GBps == Approx(r->dram.triad_GBps));
+  CHECK(*back->measured.dram_core_GBps == Approx(r->dram.triad_one_thread_GBps));  // one thread: a rank's share
   CHECK(back->nvme.drives == 1);
   CHECK(back->nvme.read_GBps_each == Approx(r->nvme.read_GBps));
   CHECK(*back->measured.nvme_read_GBps == Approx(r->nvme.read_GBps));

@@ -422,3 +422,27 @@ TEST_CASE("an op costs max(its GPU time, its kernels' host time); attention at i
   s->run.launch.attn_implementation = core::AttnImplementation::eager;
   CHECK(core::cost_model_for_run(*h, *m, *s).attention_efficiency == Approx(0.105));
 }
+
+// Eager attention writes and reads its [b, a, s, s] scores: its time per score is the same whatever the head dim,
+// while its FLOPs per score are 4 × head_dim. The published figure is at head dim 128.
+TEST_CASE("eager attention's efficiency falls with the head dim below the benchmark's 128", "[cost][launch]") {
+  auto h = core::load_hardware("dgx-a100-80gb");
+  auto m = core::load_model("llama2-7b");  // head dim 128
+  REQUIRE(h.ok());
+  REQUIRE(m.ok());
+  core::RunSettings run;
+  run.gpus_per_node = 8;
+  run.seq_len = 2048;
+  run.hidden = m->hidden;
+  run.launch.attn_implementation = core::AttnImplementation::eager;
+  auto s = core::parse_ds_config_text(R"({"train_micro_batch_size_per_gpu": 1})", "inline", run);
+  REQUIRE(s.ok());
+  CHECK(core::cost_model_for_run(*h, *m, *s).attention_efficiency == Approx(0.105));
+  core::ModelSpec narrow = *m;
+  narrow.heads = 128;  // head dim 32
+  narrow.kv_heads = 128;
+  narrow.head_dim = 32;
+  CHECK(core::cost_model_for_run(*h, narrow, *s).attention_efficiency == Approx(0.105 * 32 / 128));
+  s->run.launch.attn_implementation = core::AttnImplementation::sdpa;  // the fused kernel keeps its figure
+  CHECK(core::cost_model_for_run(*h, narrow, *s).attention_efficiency == Approx(0.54));
+}
