@@ -93,7 +93,7 @@ class SimGridBackend final : public Backend {
 
 }  // namespace
 
-core::Status run_on_simgrid(const Topology& t, Executor& ex) {
+core::Status run_on_simgrid(const Topology& t, Executor& ex, const std::function<void()>& engine_ready) {
   try {
     // CM02 + no cross-traffic + no TCP-gamma window: a flow alone takes exactly latency + bytes/bandwidth.
     std::vector<std::string> args = {"zerosim", "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
@@ -102,6 +102,7 @@ core::Status run_on_simgrid(const Topology& t, Executor& ex) {
     for (auto& a : args) argv.push_back(a.data());
     int argc = static_cast<int>(argv.size());
     sg::Engine engine(&argc, argv.data());
+    if (engine_ready) engine_ready();
     SimGridBackend backend(t, ex);
     sg::Activity::on_completion_cb([&backend](const sg::Activity& a) { backend.on_completion(a); });
     ex.start(backend);

@@ -1,5 +1,6 @@
 #include "sim/simulator.h"
 
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -7,8 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <type_traits>
 
 #include "sim/executor.h"
@@ -30,12 +33,13 @@ struct Outcome {
   std::vector<core::MemorySample> memory;
 };
 
-Outcome run_here(const core::Plan& plan, const core::CostModel& cost, const Topology& topo) {
+Outcome run_here(const core::Plan& plan, const core::CostModel& cost, const Topology& topo,
+                 const std::function<void()>& engine_ready = {}) {
   Outcome out;
   Executor ex(plan, cost, topo);
   core::Status s = ex.init();
   const auto t0 = std::chrono::steady_clock::now();
-  if (s.ok()) s = run_on_simgrid(topo, ex);
+  if (s.ok()) s = run_on_simgrid(topo, ex, engine_ready);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.ok = s.ok();
   out.message = s.ok() ? "" : s.message();
@@ -120,41 +124,78 @@ bool write_all(int fd, const std::string& b) {
   return true;
 }
 
+// A child forked from a multi-threaded parent (the GUI's jobs) inherits every lock another thread held at that
+// moment; SimGrid's start-up takes the process's atexit lock, so such a child can hang there for good. The child
+// reports once its engine is up; one that does not within kReadyTimeoutMs is killed and the run forked again.
+constexpr int kReadyTimeoutMs = 20000;
+constexpr int kForkAttempts = 3;
+constexpr char kReady = 'R';
+
+enum class ChildWait { ready, stuck, gone };
+
+ChildWait wait_ready(int fd) {
+  struct pollfd p {fd, POLLIN, 0};
+  for (;;) {
+    const int n = ::poll(&p, 1, kReadyTimeoutMs);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) return ChildWait::stuck;
+    char c = 0;
+    ssize_t r = 0;
+    while ((r = ::read(fd, &c, 1)) < 0 && errno == EINTR) {
+    }
+    return r == 1 && c == kReady ? ChildWait::ready : ChildWait::gone;
+  }
+}
+
 core::Result<Outcome> run_isolated(const core::Plan& plan, const core::CostModel& cost, const Topology& topo,
                                    int64_t* rss_bytes) {
-  int fds[2];
-  if (::pipe(fds) != 0) return core::internal_error(std::string("simulation: pipe: ") + std::strerror(errno));
-  std::fflush(nullptr);  // the child must not inherit (and flush again) buffered output
-  const pid_t pid = ::fork();
-  if (pid < 0) return core::internal_error(std::string("simulation: fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::close(fds[0]);
-    const bool ok = write_all(fds[1], encode(run_here(plan, cost, topo)));
+  for (int attempt = 1;; ++attempt) {
+    int fds[2];
+    if (::pipe(fds) != 0) return core::internal_error(std::string("simulation: pipe: ") + std::strerror(errno));
+    std::fflush(nullptr);  // the child must not inherit (and flush again) buffered output
+    const pid_t pid = ::fork();
+    if (pid < 0) return core::internal_error(std::string("simulation: fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      ::close(fds[0]);
+      auto ready = [fd = fds[1]] { (void)!::write(fd, &kReady, 1); };
+      const bool ok = write_all(fds[1], encode(run_here(plan, cost, topo, ready)));
+      ::close(fds[1]);
+      ::_exit(ok ? 0 : 1);  // no atexit handlers: they belong to the parent
+    }
     ::close(fds[1]);
-    ::_exit(ok ? 0 : 1);  // no atexit handlers: they belong to the parent
+    const ChildWait w = wait_ready(fds[0]);
+    if (w == ChildWait::stuck) {
+      ::kill(pid, SIGKILL);
+      ::close(fds[0]);
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (attempt < kForkAttempts) continue;
+      return core::internal_error("simulation: the simulator process did not start (" + std::to_string(attempt) +
+                                  " tries)");
+    }
+    std::string buf;
+    char chunk[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(fds[0], chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      buf.append(chunk, static_cast<size_t>(n));
+    }
+    ::close(fds[0]);
+    int status = 0;
+    struct rusage ru {};
+    while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+    }
+    *rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+    if (WIFSIGNALED(status))
+      return core::internal_error("simulation: the simulator process died with signal " +
+                                  std::to_string(WTERMSIG(status)));
+    Outcome o;
+    if (w != ChildWait::ready || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !decode(buf, o))
+      return core::internal_error("simulation: the simulator process returned no result");
+    return o;
   }
-  ::close(fds[1]);
-  std::string buf;
-  char chunk[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fds[0], chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    buf.append(chunk, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  struct rusage ru {};
-  while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
-  }
-  *rss_bytes = static_cast<int64_t>(ru.ru_maxrss) * 1024;
-  if (WIFSIGNALED(status))
-    return core::internal_error("simulation: the simulator process died with signal " +
-                                std::to_string(WTERMSIG(status)));
-  Outcome o;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !decode(buf, o))
-    return core::internal_error("simulation: the simulator process returned no result");
-  return o;
 }
 
 }  // namespace

@@ -115,7 +115,7 @@ void SweepJob::start(const Scenario& base, const SweepSpec& spec, Predictor pred
   spec_ = spec;
   cells_.assign(spec.cells(), SweepCell{});
   finished_ = 0;
-  if (!predictor) predictor = [](const Scenario& s) { return predict(s); };
+  if (!predictor) predictor = [](const Scenario& s) { return predict(s, nullptr, nullptr, nullptr, false); };
   threads = std::max(1, std::min<int>(threads, static_cast<int>(spec.cells())));
   launch([this, base, spec, predictor, threads](const Run& run) -> std::string {
     const size_t nx = spec.x.values.size(), n = spec.cells();

@@ -82,7 +82,8 @@ bool simulator_available() {
 #endif
 }
 
-core::Result<Prediction> predict(const Scenario& s, const std::atomic<bool>* cancel, ProgressFn progress, void* ctx) {
+core::Result<Prediction> predict(const Scenario& s, const std::atomic<bool>* cancel, ProgressFn progress, void* ctx,
+                                 bool with_advice) {
   auto cancelled = [&] { return cancel && cancel->load(); };
   report(progress, ctx, 0.0, "planning");
   core::PlanOptions po;
@@ -105,9 +106,13 @@ core::Result<Prediction> predict(const Scenario& s, const std::atomic<bool>* can
   auto pred = sim::predict(s.model, s.hardware, s.strategy, s.schedule);
   if (!pred) return pred.error();
   if (cancelled()) return core::Error{core::ErrorKind::internal, "cancelled"};
-  report(progress, ctx, 0.8, "simulating what would hide the exposed time");
-  auto advice = sim::advise(s.model, s.hardware, s.strategy, s.schedule, *pred);
-  if (!advice) return advice.error();
+  core::Result<std::vector<sim::Advice>> advice = std::vector<sim::Advice>{};
+  if (with_advice) {
+    report(progress, ctx, 0.8, "simulating what would hide the exposed time");
+    advice = sim::advise(s.model, s.hardware, s.strategy, s.schedule, *pred);
+    if (!advice) return advice.error();
+    if (cancelled()) return core::Error{core::ErrorKind::internal, "cancelled"};
+  }
   report(progress, ctx, 0.95, "summarising");
   auto r = &pred->result;
   sim::SummaryOptions sopt;

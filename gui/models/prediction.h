@@ -89,8 +89,10 @@ bool simulator_available();
 // Plans and simulates one step of `s`. Progress reports go to `progress` (0..1, what), from the calling thread.
 // `cancel` is polled between stages; the simulation itself runs to its end (sim has no cancellation point).
 using ProgressFn = void (*)(void* ctx, double fraction, const char* what);
+// `with_advice`: also simulate what would hide the exposed time (sim/advice.h; the Simulate tab shows it, a sweep
+// cell does not need it).
 core::Result<Prediction> predict(const Scenario& s, const std::atomic<bool>* cancel = nullptr,
-                                 ProgressFn progress = nullptr, void* ctx = nullptr);
+                                 ProgressFn progress = nullptr, void* ctx = nullptr, bool with_advice = true);
 
 // A measured trace (zerosim train --trace) read with the prediction's definitions — phases, throughput,
 // exposure — against the same plan. An error when its ops are not that plan's (another config's trace).
