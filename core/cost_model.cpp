@@ -78,14 +78,6 @@ double scaled_to_threads(double measured, int64_t measured_threads, int64_t thre
   return measured * static_cast<double>(threads) / static_cast<double>(measured_threads);
 }
 
-// The share of the node's memory channels that hold the ranks' optimizer states: a rank's main thread allocates
-// and first touches them (pinned buffers, torch.zeros_like for Adam's m and v), so Linux places them on the NUMA
-// node that thread runs on. The ranks' states sit on min(ranks, NUMA nodes) nodes.
-double home_numa_fraction(const Hardware& hw, int64_t ranks) {
-  const int64_t nodes = std::max<int64_t>(1, hw.cpu.numa_node_count());
-  return static_cast<double>(std::min(std::max<int64_t>(1, ranks), nodes)) / static_cast<double>(nodes);
-}
-
 // CPU Adam, the unscale pass and the host casts for c.cpu_threads_active threads: min(threads × one core's
 // streaming rate, the DRAM ceiling of the NUMA nodes that hold the states) per pass, unless measured (then
 // scaled to the threads; a probe's figure is taken as the ceiling it met).
@@ -94,9 +86,12 @@ void set_cpu_rates(CostModel& c, const Hardware& hw) {
   const int64_t threads = std::max<int64_t>(1, c.cpu_threads_active);
   const int64_t probe_threads = ms.cpu_adam_threads.value_or(hw.cpu.cores);
   const double thread_Bps = static_cast<double>(threads) * c.cpu_core_Bps;
-  const double home = home_numa_fraction(hw, c.cpu_ranks_per_node);
+  // The share of the channels that hold the ranks' optimizer states: a rank's main thread allocates and first
+  // touches them (pinned buffers, torch.zeros_like for Adam's m and v), so Linux places them on the NUMA node that
+  // thread runs on. The ranks' states sit on min(ranks, NUMA nodes) nodes.
   c.cpu_numa_nodes = std::max<int64_t>(1, hw.cpu.numa_node_count());
   c.cpu_numa_home = std::min(std::max<int64_t>(1, c.cpu_ranks_per_node), c.cpu_numa_nodes);
+  const double home = static_cast<double>(c.cpu_numa_home) / static_cast<double>(c.cpu_numa_nodes);
   auto& prov = c.provenance;
   std::erase_if(prov, [](const auto& p) { return p.first == "cpu_adam" || p.first == "cpu_passes" || p.first == "cpu_cast"; });
   const double dram_adam_Bps = ms.dram_adam_pattern_GBps ? gb(*ms.dram_adam_pattern_GBps)

@@ -76,6 +76,7 @@ Breakdown breakdown(const core::Plan& plan, const SimResult& sim) {
       order.push_back(key);
       it->second.part.key = key;
       it->second.part.label = label;
+      it->second.part.name = label;  // passes set a shorter one
       it->second.part.resource = resource;
     }
     return it->second;
@@ -124,7 +125,6 @@ Breakdown breakdown(const core::Plan& plan, const SimResult& sim) {
         PartBuilder& p = at(copy_order, key, what + " " + copy_direction(e.kind) + (pageable ? " (pageable)" : ""),
                             pcie ? "pcie" : "nvme");
         p.part.pageable = pageable;
-        p.part.name = p.part.label;
         p.part.ops += 1;
         p.part.bytes += static_cast<double>(e.bytes);
         p.part.busy_s += d;

@@ -4,10 +4,15 @@ namespace zs::sim {
 
 core::Result<Prediction> predict(const core::ModelSpec& m, const core::Hardware& hw, const core::Strategy& s,
                                  core::Schedule schedule, double target_efficiency) {
-  Prediction p;
   core::PlanOptions po;
   po.schedule = schedule;
-  p.plan = core::make_plan(m, hw, s, po);
+  return predict_plan(core::make_plan(m, hw, s, po), m, hw, s, target_efficiency);
+}
+
+core::Result<Prediction> predict_plan(core::Plan plan, const core::ModelSpec& m, const core::Hardware& hw,
+                                      const core::Strategy& s, double target_efficiency) {
+  Prediction p;
+  p.plan = std::move(plan);
   if (!p.plan.feasible) return p;
   p.cost = core::cost_model_for_run(hw, m, s);
   SimOptions so;

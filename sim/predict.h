@@ -24,5 +24,8 @@ struct Prediction {
 
 core::Result<Prediction> predict(const core::ModelSpec& m, const core::Hardware& hw, const core::Strategy& s,
                                  core::Schedule schedule, double target_efficiency = 0.9);
+// The same from a plan already made of (m, hw, s) (the GUI plans first, to say "does not fit" without the simulator).
+core::Result<Prediction> predict_plan(core::Plan plan, const core::ModelSpec& m, const core::Hardware& hw,
+                                      const core::Strategy& s, double target_efficiency = 0.9);
 
 }  // namespace zs::sim

@@ -103,7 +103,7 @@ core::Result<Prediction> predict(const Scenario& s, const std::atomic<bool>* can
   if (cancelled()) return core::Error{core::ErrorKind::internal, "cancelled"};
 #ifdef ZEROSIM_GUI_WITH_SIM
   report(progress, ctx, 0.2, "simulating");
-  auto pred = sim::predict(s.model, s.hardware, s.strategy, s.schedule);
+  auto pred = sim::predict_plan(*plan, s.model, s.hardware, s.strategy);
   if (!pred) return pred.error();
   if (cancelled()) return core::Error{core::ErrorKind::internal, "cancelled"};
   core::Result<std::vector<sim::Advice>> advice = std::vector<sim::Advice>{};
@@ -115,8 +115,6 @@ core::Result<Prediction> predict(const Scenario& s, const std::atomic<bool>* can
   }
   report(progress, ctx, 0.95, "summarising");
   auto r = &pred->result;
-  sim::SummaryOptions sopt;
-  sopt.samples_per_step = s.strategy.train_batch_size;
   fill_from_summary(p, pred->summary);
   fill_from_breakdown(p, pred->breakdown, *advice);
   p.simulated_gpus = r->topology.shape.local_ranks;
@@ -125,7 +123,7 @@ core::Result<Prediction> predict(const Scenario& s, const std::atomic<bool>* can
   auto sc = std::make_shared<Prediction::SimContext>();
   sc->result = std::move(*r);
   sc->result.trace = core::Trace{};  // the copy lives in p.trace
-  sc->samples_per_step = sopt.samples_per_step;
+  sc->samples_per_step = s.strategy.train_batch_size;
   p.sim = std::move(sc);
   report(progress, ctx, 1.0, "done");
   return p;

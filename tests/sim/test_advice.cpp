@@ -47,10 +47,7 @@ TEST_CASE("advice: other schedules and core binding, each simulated, best first"
   REQUIRE(dpu);
   REQUIRE(bind);
   CHECK(bind->change.find("(16 threads per rank)") != std::string::npos);  // 128 cores over 8 ranks
-  for (const auto& x : *a) {
-    CHECK(x.saved_s >= 0.01 * base->summary.step_time_s);
-    CHECK(x.step_time_s == Approx(base->summary.step_time_s - x.saved_s));
-  }
+  for (const auto& x : *a) CHECK(x.saved_s >= 0.01 * base->summary.step_time_s);
   for (size_t i = 1; i < a->size(); ++i) CHECK((*a)[i - 1].saved_s >= (*a)[i].saved_s);
   // The alternative really is that run: simulated on its own it gives the same step.
   auto dpu_run = sim::predict(*m, *hw, s, core::Schedule::dpu);
