@@ -14,8 +14,8 @@
 
 #include "exec/cpu_adam.h"
 #include "exec/host_buffer.h"
-#include "exec/membw.h"
 #include "exec/thread_pool.h"
+#include "probe/membw.h"
 
 using namespace zs::exec;
 using Clock = std::chrono::steady_clock;
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
       return std::chrono::duration<double>(Clock::now() - t0).count();
     };
     for (int r = 0; r <= reps; ++r) {  // r = 0 is the warm-up
-      const double tp = timed([&] { adam_pattern_pass(pool, p, g, m, v, n, tile); });
+      const double tp = timed([&] { zs::probe::adam_pattern_pass(pool, p, g, m, v, n, tile); });
       if (r > 0) best_pattern = std::min(best_pattern, tp);
       for (size_t i = 0; i < kernels.size(); ++i) {
         if (kernels[i] == AdamKernel::scalar && r > (reps + 1) / 2) continue;  // slow: fewer repetitions

@@ -9,7 +9,7 @@
 #include "cli/commands.h"
 #include "core/hardware.h"
 #include "core/json_reader.h"
-#include "exec/probe.h"
+#include "probe/probe.h"
 #include "cli/cuda_module.h"
 
 namespace zs::cli {
@@ -26,7 +26,7 @@ struct ProbeFlags {
   std::string base = "ci-2core";
 };
 
-core::Json to_json(const exec::ProbeResult& r) {
+core::Json to_json(const probe::ProbeResult& r) {
   core::Json j;
   j["cpu"] = {{"cores", r.cpus}, {"numa_nodes", r.numa_nodes}, {"memory_GiB", r.memory_GiB}};
   j["dram"] = {{"triad_GBps", r.dram.triad_GBps},
@@ -70,7 +70,7 @@ core::Json to_json(const exec::ProbeResult& r) {
   } else {
     j["nvme"] = nullptr;
   }
-  const exec::GpuResult& g = r.gpu;
+  const probe::GpuResult& g = r.gpu;
   j["gpu"] = {{"probed", g.probed}, {"note", g.note}};
   if (g.probed) {
     core::Json gemms = core::Json::array();
@@ -113,7 +113,7 @@ core::Json to_json(const exec::ProbeResult& r) {
   return j;
 }
 
-void print_text(const exec::ProbeResult& r) {
+void print_text(const probe::ProbeResult& r) {
   std::printf("cpu       %d cpus, %.1f GiB, %lld NUMA node(s)\n", r.cpus, r.memory_GiB,
               static_cast<long long>(r.numa_nodes));
   std::printf("dram      triad %.1f GB/s, Adam pattern %.1f GB/s (%d threads); triad %.1f GB/s on one thread\n",
@@ -143,7 +143,7 @@ void print_text(const exec::ProbeResult& r) {
   } else {
     std::printf("nvme      not measured\n");
   }
-  const exec::GpuResult& g = r.gpu;
+  const probe::GpuResult& g = r.gpu;
   if (g.probed) {
     std::printf("gpu       %s (device %d of %d)\n", g.device.c_str(), g.device_ordinal, g.device_count);
     std::printf(
@@ -200,7 +200,7 @@ void add_probe(CLI::App& app, int& exit_code) {
       }
       base = *h;
     }
-    exec::ProbeOptions o;
+    probe::ProbeOptions o;
     o.quick = f->quick;
     o.gpu = f->gpu && !cuda_gpu;
     o.max_threads = f->threads;
@@ -209,7 +209,7 @@ void add_probe(CLI::App& app, int& exit_code) {
       if (o.nvme_paths.empty()) o.nvme_paths.push_back(std::filesystem::temp_directory_path().string());
     }
     o.progress = [](const std::string& s) { std::cerr << "probe: " << s << std::endl; };
-    auto r = exec::run_probe(o);
+    auto r = probe::run_probe(o);
     if (!r) {
       std::cerr << "zerosim probe: " << r.error().message << "\n";
       exit_code = r.error().kind == core::ErrorKind::bad_input ? 2 : 3;
@@ -224,7 +224,7 @@ void add_probe(CLI::App& app, int& exit_code) {
         r->gpu.note = a.reason + "; GPU probes skipped";  // as without CUDA: the host figures still stand
         o.progress("gpu: " + r->gpu.note);
       } else {
-        exec::GpuProbeOptions go;
+        probe::GpuProbeOptions go;
         go.quick = f->quick;
         go.peak_tflops_bf16 = base->gpu.peak_tflops_bf16;
         go.peak_gpu_name = base->gpu.name;
@@ -246,7 +246,7 @@ void add_probe(CLI::App& app, int& exit_code) {
     else
       print_text(*r);
     if (base && !f->out.empty()) {
-      core::Hardware h = exec::apply_probe(*base, *r);
+      core::Hardware h = probe::apply_probe(*base, *r);
       core::Status s = core::write_file_atomic(f->out, core::hardware_to_json(h));
       if (!s.ok()) {
         std::cerr << "zerosim probe: " << s.message() << "\n";

@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/json_reader.h"
-#include "exec/report.h"
+#include "probe/report.h"
 
 namespace zs::cli {
 
@@ -25,7 +25,7 @@ void add_report(CLI::App& app, int& exit_code) {
   sub->callback([f, &exit_code] {
     auto paths = f->nvme_paths;
     if (paths.empty()) paths.push_back(std::filesystem::temp_directory_path().string());
-    const auto items = exec::build_report(paths);
+    const auto items = probe::build_report(paths);
     if (f->json) {
       core::Json j = core::Json::object();
       for (const auto& it : items) j[it.section][it.name] = {{"value", it.value}, {"ok", it.ok}};

@@ -1,4 +1,5 @@
-// The CUDA module (cuda_module.h): its one entry point, a table of the zs_exec_cuda functions the CLI uses.
+// The CUDA module (cuda_module.h): its one entry point, a table of the zs_exec_cuda and zs_probe_cuda functions the
+// CLI uses.
 #include "cli/cuda_module.h"
 
 namespace {
@@ -10,7 +11,7 @@ zs::core::Result<std::unique_ptr<zs::exec::Communicator>> make_nccl(
 }
 
 const zs::cli::CudaModule kModule = {&zs::exec::cuda_available, &zs::exec::make_cuda_device, &make_nccl,
-                                     &zs::exec::probe_gpu};
+                                     &zs::probe::probe_gpu};
 
 }  // namespace
 

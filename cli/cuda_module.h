@@ -12,9 +12,9 @@
 #include "core/status.h"
 #include "exec/communicator.h"
 #include "exec/cuda/cuda_device.h"
-#include "exec/cuda/gpu_probe.h"
 #include "exec/cuda/nccl_communicator.h"
 #include "exec/device.h"
+#include "probe/cuda/gpu_probe.h"
 
 namespace zs::cli {
 
@@ -23,7 +23,7 @@ struct CudaModule {
   core::Result<std::unique_ptr<exec::Device>> (*make_device)(const exec::CudaDeviceOptions& o);
   core::Result<std::unique_ptr<exec::Communicator>> (*make_nccl)(
       const exec::NcclOptions& o, const std::function<core::Status(exec::NcclUniqueIdBytes& id)>& broadcast_id);
-  core::Result<exec::GpuProbeResult> (*probe_gpu)(const exec::GpuProbeOptions& o);
+  core::Result<probe::GpuProbeResult> (*probe_gpu)(const probe::GpuProbeOptions& o);
 };
 using CudaModuleEntry = const CudaModule* (*)();
 

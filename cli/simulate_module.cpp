@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli/inputs.h"
+#include "cli/not_fitting.h"
 #include "cli/simulate.h"
 #include "core/cost_model.h"
 #include "core/json_reader.h"
@@ -55,39 +56,7 @@ std::string command_line(const Opts& o, const Inputs& in) {
 int report_not_fitting(const Opts& o, const Inputs& in, const core::Plan& plan) {
   const core::MemoryReport r = core::memory_model(in.model, in.hardware, in.strategy);
   const auto sug = core::suggest_fixes(in.model, in.hardware, in.strategy);
-  if (o.json) {
-    ordered_json j;
-    j["fits"] = false;
-    j["reason"] = plan.infeasible_reason;
-    ordered_json tiers = ordered_json::object();
-    for (core::Tier t : core::kTiers) {
-      const auto& tr = r.tier(t);
-      tiers[core::to_string(t)] = {{"required_bytes", tr.required_bytes},
-                                   {"capacity_bytes", tr.capacity_bytes},
-                                   {"scope", tr.scope},
-                                   {"fits", tr.fits()}};
-    }
-    j["tiers"] = tiers;
-    j["plan_peak_bytes"] = tiers_json(plan.peak_bytes);
-    ordered_json s = ordered_json::array();
-    for (const auto& x : sug) s.push_back({{"text", x.text}, {"fits", x.fits}});
-    j["suggestions"] = s;
-    std::cout << j.dump(2) << "\n";
-    return 1;
-  }
-  std::printf("%s on %s with %s: DOES NOT FIT\n  %s\n\n", in.model.name.c_str(), in.hardware.name.c_str(),
-              in.strategy.source.c_str(), plan.infeasible_reason.c_str());
-  std::printf("  %-5s %12s %12s  %s\n", "tier", "required", "capacity", "scope");
-  for (core::Tier t : core::kTiers) {
-    const auto& tr = r.tier(t);
-    if (tr.required_bytes == 0 && t == core::Tier::nvme) continue;
-    std::printf("  %-5s %12s %12s%s %s\n", core::to_string(t).c_str(), core::format_bytes(tr.required_bytes).c_str(),
-                core::format_bytes(tr.capacity_bytes).c_str(), tr.fits() ? " " : "!", tr.scope.c_str());
-  }
-  if (!sug.empty()) std::printf("fixes, cheapest first (zerosim fit has the full report):\n");
-  for (size_t i = 0; i < sug.size() && i < 5; ++i)
-    std::printf("  %s %s\n", sug[i].fits ? "✓" : "-", sug[i].text.c_str());
-  return 1;
+  return print_not_fitting({in, plan, r, sug, ""}, o.json);
 }
 
 ordered_json part_json(const sim::StepPart& p) {

@@ -137,9 +137,10 @@ const GpuTypeDefaults& gpu_type_defaults(const std::string& gpu_name) {
   return kGpuTypes[std::size(kGpuTypes) - 1];
 }
 
-CostModel cost_model_for(const Hardware& hw, Precision dtype) {
-  CostModel c;
-  const GpuTypeDefaults& d = gpu_type_defaults(hw.gpu.name);
+namespace {
+
+// The GPU's GEMM rate and efficiency, and the measured backward ratio and per-role time scales.
+void set_gpu_compute(CostModel& c, const Hardware& hw, const GpuTypeDefaults& d, Precision dtype) {
   auto& prov = c.provenance;
   double tflops = dtype == Precision::fp32   ? hw.gpu.peak_tflops_fp32
                   : dtype == Precision::bf16 ? hw.gpu.peak_tflops_bf16
@@ -178,6 +179,12 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
     t.pop_back();
     prov.push_back({"module_time_scale", t});
   }
+}
+
+// How late work starts on a stream (or CPU Adam's pool) that slept: measured for the host device, whose streams
+// are threads; a GPU's hardware queues have none.
+void set_stream_wakes(CostModel& c, const Hardware& hw) {
+  auto& prov = c.provenance;
   if (hw.measured.stream_wake_latency_us && *hw.measured.stream_wake_latency_us > 0) {
     c.stream_wake_s = *hw.measured.stream_wake_latency_us * 1e-6;
     c.stream_spin_s = hw.measured.stream_spin_us.value_or(0) * 1e-6;
@@ -203,15 +210,10 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
                                            c.stream_spin_s * 1e6, c.cpu_pool_wake_s * 1e6)});
     }
   }
-  c.hbm_Bps = gb(hw.gpu.hbm_GBps) * d.hbm_efficiency;
-  prov.push_back({"hbm", fmt("datasheet %.0f GB/s x %.2f", hw.gpu.hbm_GBps, d.hbm_efficiency)});
+}
 
-  c.cpu_core_Bps = core_stream_Bps(hw);
-  c.cpu_ranks_per_node = 1;
-  c.cpu_threads_active = std::max<int64_t>(hw.cpu.cores, 1);
-  set_cpu_rates(c, hw);
-  c.cpu_pool_threads = std::max<int64_t>(1, hw.measured.cpu_adam_threads.value_or(hw.cpu.cores));
-
+void set_pcie_rates(CostModel& c, const Hardware& hw) {
+  auto& prov = c.provenance;
   c.pcie_h2d_Bps = gb(hw.links.pcie_h2d_GBps);
   c.pcie_d2h_Bps = gb(hw.links.pcie_d2h_GBps);
   c.pcie_host_Bps = gb(hw.links.pcie_host_GBps > 0 ? hw.links.pcie_host_GBps
@@ -227,7 +229,11 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
            fmt(hw.measured.pcie_latency_us ? "; %.2f us per copy (measured)"
                                            : "; %.0f us per copy (cudaMemcpyAsync issue + DMA set-up)",
                c.pcie_latency_s * 1e6)});
+}
 
+// NVMe rates and latencies: measured (cold and, with nvme_settle_s, hot) or the drives' rating derated.
+void set_nvme_rates(CostModel& c, const Hardware& hw) {
+  auto& prov = c.provenance;
   const auto drives = static_cast<double>(hw.nvme.drives);
   c.nvme_read_Bps = hw.measured.nvme_read_GBps ? gb(*hw.measured.nvme_read_GBps)
                                                : gb(hw.nvme.read_GBps_each) * drives * kNvmeReadEfficiency;
@@ -262,7 +268,26 @@ CostModel cost_model_for(const Hardware& hw, Precision dtype) {
   prov.push_back({"nvme_latency", std::string(hw.measured.nvme_read_latency_us ? "measured" : "default") +
                                       fmt(" %.0f us read", c.nvme_read_latency_s * 1e6) +
                                       fmt(", %.0f us write per swap", c.nvme_write_latency_s * 1e6)});
+}
 
+}  // namespace
+
+CostModel cost_model_for(const Hardware& hw, Precision dtype) {
+  CostModel c;
+  const GpuTypeDefaults& d = gpu_type_defaults(hw.gpu.name);
+  auto& prov = c.provenance;
+  set_gpu_compute(c, hw, d, dtype);
+  set_stream_wakes(c, hw);
+  c.hbm_Bps = gb(hw.gpu.hbm_GBps) * d.hbm_efficiency;
+  prov.push_back({"hbm", fmt("datasheet %.0f GB/s x %.2f", hw.gpu.hbm_GBps, d.hbm_efficiency)});
+
+  c.cpu_core_Bps = core_stream_Bps(hw);
+  c.cpu_ranks_per_node = 1;
+  c.cpu_threads_active = std::max<int64_t>(hw.cpu.cores, 1);
+  set_cpu_rates(c, hw);
+  c.cpu_pool_threads = std::max<int64_t>(1, hw.measured.cpu_adam_threads.value_or(hw.cpu.cores));
+  set_pcie_rates(c, hw);
+  set_nvme_rates(c, hw);
   if (hw.measured.nccl_busbw_GBps) {
     c.nvlink_Bps = gb(*hw.measured.nccl_busbw_GBps);
     prov.push_back({"nvlink", "measured NCCL bus bandwidth"});
@@ -322,6 +347,11 @@ double nvme_idle_extra_s(const CostModel& c, double idle_s) {
 double stream_wake_for(const CostModel& c, Stream from, Stream to) {
   const double w = c.stream_wake_pair_s[static_cast<size_t>(from)][static_cast<size_t>(to)];
   return w >= 0 ? w : c.stream_wake_s;
+}
+
+double cpu_pool_wake_extra_s(const CostModel& c, double work_s, double asleep_s) {
+  const double T = static_cast<double>(c.cpu_pool_threads);
+  return std::min(std::max(0.0, asleep_s), work_s * T) * (T - 1) / T;
 }
 
 double nvme_link_latency_s(const CostModel& c, bool read) {

@@ -160,6 +160,10 @@ double nvme_idle_extra_s(const CostModel& c, double idle_s);
 // The wake-up of work handed from stream `from` to the sleeping stream `to`: the pair's own figure where the
 // profile has one, else stream_wake_s.
 double stream_wake_for(const CostModel& c, Stream from, Stream to);
+// What a CPU op of `work_s` (its work on the pool's cpu_pool_threads threads, compute_time_s) takes on top when the
+// pool's sleeping workers join `asleep_s` after its start: until then the caller works alone, T threads' work at 1.
+// The simulator prices a sleeping pool with it, and the host device's profile takes it off the run's CPU ops.
+double cpu_pool_wake_extra_s(const CostModel& c, double work_s, double asleep_s);
 double nvme_link_latency_s(const CostModel& c, bool read);
 
 // Kernels one transformer block's forward launches in HF transformers run eagerly (its modeling code read op by

@@ -97,7 +97,7 @@ struct MeasuredSpec {
   std::optional<double> nvme_read_GBps, nvme_write_GBps;              // per node, through the swapper
   std::optional<double> nvme_read_latency_us, nvme_write_latency_us;  // fixed cost of one swap through the swapper
   // The figures above are for data last written nvme_settle_s or more before (a training step's state); these
-  // are for a tensor read or rewritten at once, which the VM's or the drive's write cache still holds. The
+  // are for a tensor read or rewritten at once, which the host's or the drive's write cache still holds. The
   // simulator interpolates by the age of the data (docs/SIM.md, "NVMe data age"). Absent: one set of figures.
   std::optional<double> nvme_settle_s;
   std::optional<double> nvme_hot_read_GBps, nvme_hot_write_GBps, nvme_hot_read_latency_us, nvme_hot_write_latency_us;

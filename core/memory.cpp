@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/layout.h"
 #include "core/param_coordinator.h"
 
 namespace zs::core {
@@ -106,27 +107,6 @@ TransientPeak fwd_bwd_peak(const ModelSpec& m, const Strategy& s, const Activati
         if (last[p] == static_cast<int64_t>(st)) grads -= lp * numel[p];
   }
   return best;
-}
-
-// ZeRO-3 optimizer sub-groups (_create_fp16_sub_groups): partition elements per sub-group, parameters in order,
-// a sub-group closing once it holds ≥ sub_group_size elements (one sub-group when the partition is smaller).
-std::vector<int64_t> zero3_sub_groups(const std::vector<TensorInfo>& tensors, const Strategy& s) {
-  const int64_t world = s.world();
-  int64_t total = 0;
-  for (const auto& t : tensors)
-    if (!t.tied) total += ceil_div(t.numel, world);
-  std::vector<int64_t> groups;
-  int64_t group = 0;
-  for (const auto& t : tensors) {
-    if (t.tied) continue;
-    group += ceil_div(t.numel, world);
-    if (s.zero.sub_group_size < total && group >= s.zero.sub_group_size) {
-      groups.push_back(group);
-      group = 0;
-    }
-  }
-  if (group > 0 || groups.empty()) groups.push_back(group);
-  return groups;
 }
 
 std::string ratio_text(double ratio) {
@@ -232,254 +212,303 @@ PartitionSizes partition_sizes(const ModelSpec& m, const Strategy& s) {
     return z;
   }
   // ZeRO-3 partitions each parameter separately; sub-groups close once they reach sub_group_size.
-  int64_t total = 0;
-  for (const auto& t : tensors)
-    if (!t.tied) total += ceil_div(t.numel, world);
-  for (int64_t g : zero3_sub_groups(tensors, s)) z.largest_sub_group = std::max(z.largest_sub_group, g);
+  const Layout l = make_layout(m, s, Schedule::deepspeed);
+  for (int64_t g : l.sub_groups) z.largest_sub_group = std::max(z.largest_sub_group, g);
 
   if (s.zero.offload_param.device == OffloadDevice::nvme) {
     // _create_param_groups_fp16_flat_cpu_memory: the first max_in_cpu partition elements stay in pinned CPU
-    // memory; swappable partitions (≥ max(1 MiB, aio block)) after that live on NVMe (param_swap), padded for aio.
+    // memory; swappable partitions after that live on NVMe (the layout's lp_home), padded for aio.
     const int64_t align_numel = std::max<int64_t>(1, kAioAlignedBytes * s.aio.intra_op_parallelism / z.lp_bytes);
-    const int64_t in_cpu_budget = std::min(total, s.zero.offload_param.max_in_cpu);
-    const std::vector<char> on_nvme = param_swap(m, s).on_nvme;
+    const int64_t in_cpu_budget = std::min(l.partition_elements, s.zero.offload_param.max_in_cpu);
     z.param_partition_in_cpu = in_cpu_budget;
     int64_t cum = 0;
-    size_t id = 0;
-    for (const auto& t : tensors) {
-      if (t.tied) continue;
-      const int64_t part = ceil_div(t.numel, world);
-      cum += part;
-      if (on_nvme[id++]) {
-        z.param_partition_on_nvme += align_up(part, align_numel);
-        z.largest_nvme_param_partition = std::max(z.largest_nvme_param_partition, align_up(part, align_numel));
+    for (const auto& p : l.params) {
+      cum += p.part;
+      if (p.lp_home == Tier::nvme) {
+        z.param_partition_on_nvme += align_up(p.part, align_numel);
+        z.largest_nvme_param_partition = std::max(z.largest_nvme_param_partition, align_up(p.part, align_numel));
       } else if (cum > in_cpu_budget) {
-        z.param_partition_in_cpu += part;  // too small to swap: stays in CPU memory
+        z.param_partition_in_cpu += p.part;  // too small to swap: stays in CPU memory
       }
     }
   }
   return z;
 }
 
-MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy& s, const MemoryOptions& o) {
-  MemoryReport r;
-  const ZeroConfig& z = s.zero;
-  const int stage = z.stage;
-  const int64_t world = s.world();
-  const int64_t n_local = s.run.gpus_per_node;
-  const PartitionSizes ps = partition_sizes(m, s);
-  r.sizes = ps;
-  const int64_t P = ps.params, p = ps.partition, lp = ps.lp_bytes;
-  const bool mixed = s.model_dtype() != Precision::fp32;
-  const int64_t master_b = (s.fp16.fp16_master_weights_and_grads || s.bf16.bf16_master_weights_and_grads) ? 2 : 4;
-  const int64_t state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
-  const int64_t gacc_b = bytes_per_element(s.grad_accum_dtype.value_or(s.model_dtype()));
-  const OffloadDevice opt_dev = z.offload_optimizer.device;
-  const OffloadDevice par_dev = stage == 3 ? z.offload_param.device : OffloadDevice::none;
-  const bool opt_off = opt_dev != OffloadDevice::none;
-  const bool pin_opt = z.offload_optimizer.pin_memory;
-  const std::string part = frac_label(stage >= 1 ? world : 1);
-  const std::string dt = to_string(s.model_dtype());
+namespace {
 
-  TierReport& gpu_t = r.tier(Tier::gpu);
-  TierReport& cpu_rank = r.tier(Tier::cpu);  // per rank first, scaled to the node below
-  TierReport& nvme_rank = r.tier(Tier::nvme);
-  Builder gpu{gpu_t}, cpu{cpu_rank}, nvme{nvme_rank};
-  gpu_t.tier = Tier::gpu;
-  cpu_rank.tier = Tier::cpu;
-  nvme_rank.tier = Tier::nvme;
-
-  const std::vector<TraceStep> trace = module_trace(m, s.activation_checkpointing.enabled);
+// What every part of the memory model reads: the run's sizes and dtypes, and one Builder per tier (CPU and NVMe
+// per rank here, scaled to the node at the end).
+struct MemoryContext {
+  const ModelSpec& m;
+  const Strategy& s;
+  const ZeroConfig& z;
+  const Layout layout;
+  const PartitionSizes ps;
+  MemoryReport& r;
+  Builder gpu, cpu, nvme;
+  int stage = 0;
+  int64_t P = 0, p = 0, lp = 0;
+  bool mixed = false;
+  int64_t master_b = 4, state_b = 4, gacc_b = 2;
+  OffloadDevice opt_dev = OffloadDevice::none, par_dev = OffloadDevice::none;
+  bool opt_off = false, pin_opt = false;
+  std::string part, dt;
+  std::vector<TraceStep> trace;
   CoordinatorReplay rep;
-  // --- Model states ------------------------------------------------------------------------------
-  if (stage == 0) {
-    gpu.add("lp_params", dt + " params", lp * P);
-    gpu.add("lp_grads", dt + " grads", lp * P);
-    if (mixed) {
-      gpu.add("fp32_master", "fp32 master params", master_b * P);
-      gpu.add("fp32_grads", "fp32 grads (flat master grads)", 4 * P);
-    }
-    gpu.add("adam_m_v", "Adam m and v", 2 * state_b * P);
-  } else if (stage <= 2) {
-    gpu.add("lp_params", dt + " params (full on every rank)", lp * P);
-    if (stage == 1) gpu.add("lp_grads", dt + " grads (full; stage 1 partitions only optimizer states)", lp * P);
-    if (!opt_off) {
-      if (stage == 2) gpu.add("lp_grads", dt + " grads" + part, lp * p);
-      gpu.add("fp32_grads", "fp32 grads" + part, 4 * p);
-      gpu.add("fp32_master", "fp32 master params" + part, master_b * p);
-      gpu.add("adam_m_v", "Adam m and v" + part, 2 * state_b * p);
-    } else {
-      cpu.add("fp32_master", "fp32 master params" + part, master_b * p, pin_opt);
-      cpu.add("fp32_grads", "fp32 grads" + part, 4 * p, true);
-      cpu.add("adam_m_v", "Adam m and v" + part + " (CPU Adam)", 2 * state_b * p);
-      cpu.add("lp_copy_back", dt + " copy-back buffer" + part, lp * p, true);
-      if (s.gradient_accumulation_steps > 1) cpu.add("grad_accum", dt + " grad accumulation" + part, lp * p, true);
-      gpu.add("offload_staging", "largest-param grad staging (temp_grad_buffer_for_gpu_offload)", lp * ps.largest_param);
-      cpu.add("offload_staging", "largest-param grad staging (temp_grad_buffer_for_cpu_offload)", lp * ps.largest_param, true);
-    }
-    if (z.contiguous_gradients)
-      gpu.add("comm_buckets",
+
+  MemoryContext(const ModelSpec& m_, const Strategy& s_, MemoryReport& r_)
+      : m(m_), s(s_), z(s_.zero), layout(make_layout(m_, s_, Schedule::deepspeed)), ps(partition_sizes(m_, s_)),
+        r(r_), gpu{r_.tier(Tier::gpu)}, cpu{r_.tier(Tier::cpu)}, nvme{r_.tier(Tier::nvme)} {
+    stage = z.stage;
+    P = ps.params;
+    p = ps.partition;
+    lp = ps.lp_bytes;
+    mixed = s.model_dtype() != Precision::fp32;
+    master_b = (s.fp16.fp16_master_weights_and_grads || s.bf16.bf16_master_weights_and_grads) ? 2 : 4;
+    state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
+    gacc_b = bytes_per_element(s.grad_accum_dtype.value_or(s.model_dtype()));
+    opt_dev = layout.optimizer_device;
+    par_dev = layout.param_device;
+    opt_off = opt_dev != OffloadDevice::none;
+    pin_opt = z.offload_optimizer.pin_memory;
+    part = frac_label(stage >= 1 ? s.world() : 1);
+    dt = to_string(s.model_dtype());
+    trace = module_trace(m, s.activation_checkpointing.enabled);
+  }
+};
+
+void add_states_stage0(MemoryContext& c) {
+  c.gpu.add("lp_params", c.dt + " params", c.lp * c.P);
+  c.gpu.add("lp_grads", c.dt + " grads", c.lp * c.P);
+  if (c.mixed) {
+    c.gpu.add("fp32_master", "fp32 master params", c.master_b * c.P);
+    c.gpu.add("fp32_grads", "fp32 grads (flat master grads)", 4 * c.P);
+  }
+  c.gpu.add("adam_m_v", "Adam m and v", 2 * c.state_b * c.P);
+}
+
+void add_states_stage1_2(MemoryContext& c) {
+  const auto& z = c.z;
+  const int64_t lp = c.lp, p = c.p;
+  c.gpu.add("lp_params", c.dt + " params (full on every rank)", lp * c.P);
+  if (c.stage == 1) c.gpu.add("lp_grads", c.dt + " grads (full; stage 1 partitions only optimizer states)", lp * c.P);
+  if (!c.opt_off) {
+    if (c.stage == 2) c.gpu.add("lp_grads", c.dt + " grads" + c.part, lp * p);
+    c.gpu.add("fp32_grads", "fp32 grads" + c.part, 4 * p);
+    c.gpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * p);
+    c.gpu.add("adam_m_v", "Adam m and v" + c.part, 2 * c.state_b * p);
+  } else {
+    c.cpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * p, c.pin_opt);
+    c.cpu.add("fp32_grads", "fp32 grads" + c.part, 4 * p, true);
+    c.cpu.add("adam_m_v", "Adam m and v" + c.part + " (CPU Adam)", 2 * c.state_b * p);
+    c.cpu.add("lp_copy_back", c.dt + " copy-back buffer" + c.part, lp * p, true);
+    if (c.s.gradient_accumulation_steps > 1) c.cpu.add("grad_accum", c.dt + " grad accumulation" + c.part, lp * p, true);
+    c.gpu.add("offload_staging", "largest-param grad staging (temp_grad_buffer_for_gpu_offload)", lp * c.ps.largest_param);
+    c.cpu.add("offload_staging", "largest-param grad staging (temp_grad_buffer_for_cpu_offload)",
+              lp * c.ps.largest_param, true);
+  }
+  if (z.contiguous_gradients)
+    c.gpu.add("comm_buckets",
               "IPG reduce bucket" + std::string(z.overlap_comm ? " x2 (overlap_comm double buffer)" : ""),
               lp * z.reduce_bucket_size * (z.overlap_comm ? 2 : 1));
-  } else {
-    // ZeRO-3
-    rep = replay_coordinator(m, trace, z, param_swap(m, s));
-    r.zero3_persistent_numel = rep.persistent_numel;
-    if (par_dev == OffloadDevice::none) {
-      gpu.add("lp_params", dt + " param partitions" + part, lp * p);
-    } else if (par_dev == OffloadDevice::cpu) {
-      cpu.add("lp_params", dt + " param partitions" + part + " (offload_param cpu)", lp * p, z.offload_param.pin_memory);
-    } else {
-      cpu.add("lp_params", dt + " param partitions kept in CPU (max_in_cpu)", lp * ps.param_partition_in_cpu,
-              z.offload_param.pin_memory);
-      nvme.add("lp_params", dt + " param partitions swapped to NVMe", lp * ps.param_partition_on_nvme);
-      cpu.add("param_swap_buffers",
-              "param swap buffers (buffer_count x buffer_size)",
-              lp * z.offload_param.buffer_count * align_up(z.offload_param.buffer_size, kAioAlignedBytes / lp), true);
-      cpu.add("param_swap_reserve", "updated-param swap buffer (largest sub-group)",
-              lp * align_up(ps.largest_sub_group, kAioAlignedBytes / lp), true);
-      if (ps.largest_nvme_param_partition > z.offload_param.buffer_size)
-        r.problems.push_back("offload_param.buffer_size " + std::to_string(z.offload_param.buffer_size) +
-                             " elements is smaller than the largest NVMe parameter partition (" +
-                             std::to_string(ps.largest_nvme_param_partition) +
-                             " elements): DeepSpeed asserts \"More elements ... than buffer size\" (issue #3506); "
-                             "raise offload_param.buffer_size");
-      if (rep.swap_buffer_shortfall > 0)
-        r.problems.push_back(
-            "offload_param.buffer_count " + std::to_string(z.offload_param.buffer_count) + " is too few: fetching " +
-            (*shared_module_table(m))[trace[rep.shortfall_step].module].name + " (trace step " +
-            std::to_string(rep.shortfall_step) + ") needs " + std::to_string(rep.swap_buffer_shortfall) +
-            " more swap buffers while parameters still gathered (stage3_max_reuse_distance) or swapped in ahead "
-            "hold theirs: DeepSpeed "
-            "asserts \"Not enough swap in buffers\"; raise offload_param.buffer_count to " +
-            std::to_string(rep.peak_swap_buffers) + " or lower stage3_max_reuse_distance");
-    }
-    gpu.add("persistent_params", dt + " persistent params (numel <= param_persistence_threshold, full)",
-            lp * rep.persistent_numel);
-    if (z.zero_hpz_partition_size > 1)
-      gpu.add("hpz_secondary", "ZeRO++ hpZ secondary param partition", lp * ceil_div(P, z.zero_hpz_partition_size));
-    if (!opt_off) {
-      gpu.add("lp_grads", dt + " grad partitions" + part, gacc_b * p);
-      gpu.add("fp32_master", "fp32 master params" + part, master_b * p);
-      gpu.add("adam_m_v", "Adam m and v" + part, 2 * state_b * p);
-    } else {
-      cpu.add("lp_grads", dt + " grad partitions (grad_partitions_flat_buffer)" + part, gacc_b * p, pin_opt);
-      // Twin-Flow (offload_optimizer.ratio < 1): DeepSpeed v0.19 steps whole sub-groups on the GPU, the first
-      // int((1 - ratio) x n) of the n (subgroup_to_device), so with one sub-group a ratio below 1 does nothing.
-      int64_t on_gpu = 0;
-      if (z.offload_optimizer.ratio < 1.0) {
-        const std::vector<int64_t> groups = zero3_sub_groups(*shared_tensor_table(m), s);
-        const auto n = static_cast<int64_t>(groups.size());
-        const auto k = std::min(n, static_cast<int64_t>((1.0 - z.offload_optimizer.ratio) * static_cast<double>(n)));
-        for (int64_t g = 0; g < k; ++g) on_gpu += groups[static_cast<size_t>(g)];
-        const std::string where = opt_dev == OffloadDevice::nvme ? "NVMe" : "CPU";
-        const std::string of_n = std::to_string(n) + " sub-group" + (n == 1 ? "" : "s");
-        if (k == 0)
-          r.notes.push_back("offload_optimizer.ratio " + ratio_text(z.offload_optimizer.ratio) + " with " + of_n +
-                            ": DeepSpeed keeps all sub-groups on " + where + " (it puts the first int((1 - ratio) x " +
-                            std::to_string(n) + ") = 0 on the GPU); lower sub_group_size");
-        else
-          r.notes.push_back("offload_optimizer.ratio " + ratio_text(z.offload_optimizer.ratio) + ": the first " +
-                            std::to_string(k) + " of " + of_n + " (" + std::to_string(on_gpu) +
-                            " partition elements) step on the GPU, the rest on " + where +
-                            " (DeepSpeed v0.19 assigns whole sub-groups)");
-      }
-      const int64_t on_cpu = std::max<int64_t>(0, p - on_gpu);
-      if (on_gpu > 0) {
-        gpu.add("fp32_master", "fp32 master params (Twin-Flow GPU share)", master_b * on_gpu);
-        gpu.add("adam_m_v", "Adam m and v (Twin-Flow GPU share)", 2 * state_b * on_gpu);
-        gpu.add("fp32_grads", "fp32 grads (Twin-Flow GPU share)", 4 * on_gpu);
-      }
-      if (opt_dev == OffloadDevice::cpu) {
-        cpu.add("fp32_master", "fp32 master params" + part, master_b * on_cpu, pin_opt);
-        cpu.add("fp32_grads", "fp32 grads" + part, 4 * on_cpu, true);
-        cpu.add("adam_m_v", "Adam m and v" + part + " (CPU Adam)", 2 * state_b * on_cpu);
-      } else {
-        const int64_t align4 = kAioAlignedBytes * s.aio.intra_op_parallelism / 4;
-        nvme.add("fp32_master", "fp32 master params" + part, master_b * align_up(on_cpu, align4));
-        nvme.add("adam_m_v", "Adam m and v" + part, 2 * state_b * align_up(on_cpu, align4));
-        nvme.add("fp32_grads", "fp32 grads" + part, 4 * align_up(on_cpu, align4));
-        const int64_t count = z.offload_optimizer.buffer_count;
-        cpu.add("opt_swap_buffers", "optimizer swap buffers (buffer_count x largest sub-group, fp32)",
-                4 * count * align_up(ps.largest_sub_group, align4), true);
-        const int64_t need = (z.offload_optimizer.pipeline_read && z.offload_optimizer.pipeline_write) ? 12
-                             : (z.offload_optimizer.pipeline_read || z.offload_optimizer.pipeline_write) ? 8 : 4;
-        if (count < need)
-          r.problems.push_back("offload_optimizer.buffer_count " + std::to_string(count) + " < " + std::to_string(need) +
-                               " buffers the optimizer swapper needs with pipeline_read=" +
-                               (z.offload_optimizer.pipeline_read ? "true" : "false") +
-                               ", pipeline_write=" + (z.offload_optimizer.pipeline_write ? "true" : "false") +
-                               ": DeepSpeed asserts \"ran out of swap buffers, try increasing 'buffer_count'\"");
-      }
-    }
-    gpu.add("comm_buckets", "IPG reduce-scatter bucket (reduce_bucket_size)", lp * z.reduce_bucket_size);
-  }
+}
 
-  // --- Activations, gradients and gathered params at the forward/backward peak --------------------
-  r.activations = activation_bytes(m, s, o);
-  const TransientPeak fb = fwd_bwd_peak(m, s, r.activations, trace, stage == 3 ? &rep : nullptr, stage >= 2);
-  if (stage == 3) {
-    r.zero3_peak_live_numel = fb.live_numel;
-    gpu.add("zero3_working_set",
-            "gathered params at the peak (prefetch " + std::to_string(z.prefetch_bucket_size) + ", reuse distance)",
-            lp * fb.live_numel, false, true);
+// ZeRO-3's 16-bit parameter partitions: on the GPU, in CPU memory, or (offload_param nvme) the first max_in_cpu
+// elements in CPU memory and the rest swapped through buffer_count swap buffers — with DeepSpeed's asserts.
+void add_zero3_params(MemoryContext& c) {
+  const auto& z = c.z;
+  const int64_t lp = c.lp;
+  if (c.par_dev == OffloadDevice::none) {
+    c.gpu.add("lp_params", c.dt + " param partitions" + c.part, lp * c.p);
+    return;
   }
-  gpu.add("module_grads", "full grads not yet reduced at the peak (largest module, tied embedding)", fb.grads, false,
-          true);
-  gpu.add("activations",
-          std::string("activations (micro batch ") + std::to_string(s.micro_batch_per_gpu) + ", seq " +
-              std::to_string(s.run.seq_len) + (s.activation_checkpointing.enabled ? ", checkpointed)" : ")"),
-          fb.activations, false, true);
-  // Buffers that live only after backward, when activations are gone: counted above the backward peak.
-  if (stage == 0) {
+  if (c.par_dev == OffloadDevice::cpu) {
+    c.cpu.add("lp_params", c.dt + " param partitions" + c.part + " (offload_param cpu)", lp * c.p,
+              z.offload_param.pin_memory);
+    return;
+  }
+  c.cpu.add("lp_params", c.dt + " param partitions kept in CPU (max_in_cpu)", lp * c.ps.param_partition_in_cpu,
+            z.offload_param.pin_memory);
+  c.nvme.add("lp_params", c.dt + " param partitions swapped to NVMe", lp * c.ps.param_partition_on_nvme);
+  c.cpu.add("param_swap_buffers", "param swap buffers (buffer_count x buffer_size)",
+            lp * z.offload_param.buffer_count * align_up(z.offload_param.buffer_size, kAioAlignedBytes / lp), true);
+  c.cpu.add("param_swap_reserve", "updated-param swap buffer (largest sub-group)",
+            lp * align_up(c.ps.largest_sub_group, kAioAlignedBytes / lp), true);
+  if (c.ps.largest_nvme_param_partition > z.offload_param.buffer_size)
+    c.r.problems.push_back("offload_param.buffer_size " + std::to_string(z.offload_param.buffer_size) +
+                           " elements is smaller than the largest NVMe parameter partition (" +
+                           std::to_string(c.ps.largest_nvme_param_partition) +
+                           " elements): DeepSpeed asserts \"More elements ... than buffer size\" (issue #3506); "
+                           "raise offload_param.buffer_size");
+  if (c.rep.swap_buffer_shortfall > 0)
+    c.r.problems.push_back(
+        "offload_param.buffer_count " + std::to_string(z.offload_param.buffer_count) + " is too few: fetching " +
+        (*shared_module_table(c.m))[c.trace[c.rep.shortfall_step].module].name + " (trace step " +
+        std::to_string(c.rep.shortfall_step) + ") needs " + std::to_string(c.rep.swap_buffer_shortfall) +
+        " more swap buffers while parameters still gathered (stage3_max_reuse_distance) or swapped in ahead "
+        "hold theirs: DeepSpeed "
+        "asserts \"Not enough swap in buffers\"; raise offload_param.buffer_count to " +
+        std::to_string(c.rep.peak_swap_buffers) + " or lower stage3_max_reuse_distance");
+}
+
+// Twin-Flow (offload_optimizer.ratio < 1): DeepSpeed v0.19 steps whole sub-groups on the GPU, the first
+// int((1 - ratio) x n) of the n (subgroup_to_device), so with one sub-group a ratio below 1 does nothing.
+// Returns the partition elements that step on the GPU, and notes which.
+int64_t twin_flow_gpu_share(MemoryContext& c) {
+  const auto& z = c.z;
+  if (z.offload_optimizer.ratio >= 1.0) return 0;
+  int64_t on_gpu = 0;
+  const std::vector<int64_t>& groups = c.layout.sub_groups;
+  const auto n = static_cast<int64_t>(groups.size());
+  const auto k = std::min(n, static_cast<int64_t>((1.0 - z.offload_optimizer.ratio) * static_cast<double>(n)));
+  for (int64_t g = 0; g < k; ++g) on_gpu += groups[static_cast<size_t>(g)];
+  const std::string where = c.opt_dev == OffloadDevice::nvme ? "NVMe" : "CPU";
+  const std::string of_n = std::to_string(n) + " sub-group" + (n == 1 ? "" : "s");
+  if (k == 0)
+    c.r.notes.push_back("offload_optimizer.ratio " + ratio_text(z.offload_optimizer.ratio) + " with " + of_n +
+                        ": DeepSpeed keeps all sub-groups on " + where + " (it puts the first int((1 - ratio) x " +
+                        std::to_string(n) + ") = 0 on the GPU); lower sub_group_size");
+  else
+    c.r.notes.push_back("offload_optimizer.ratio " + ratio_text(z.offload_optimizer.ratio) + ": the first " +
+                        std::to_string(k) + " of " + of_n + " (" + std::to_string(on_gpu) +
+                        " partition elements) step on the GPU, the rest on " + where +
+                        " (DeepSpeed v0.19 assigns whole sub-groups)");
+  return on_gpu;
+}
+
+// ZeRO-3's offloaded optimizer: gradient partitions on the host, the states on CPU or NVMe (with the optimizer
+// swapper's buffers), a Twin-Flow share on the GPU.
+void add_zero3_offloaded_optimizer(MemoryContext& c) {
+  const auto& z = c.z;
+  const int64_t p = c.p;
+  c.cpu.add("lp_grads", c.dt + " grad partitions (grad_partitions_flat_buffer)" + c.part, c.gacc_b * p, c.pin_opt);
+  const int64_t on_gpu = twin_flow_gpu_share(c);
+  const int64_t on_cpu = std::max<int64_t>(0, p - on_gpu);
+  if (on_gpu > 0) {
+    c.gpu.add("fp32_master", "fp32 master params (Twin-Flow GPU share)", c.master_b * on_gpu);
+    c.gpu.add("adam_m_v", "Adam m and v (Twin-Flow GPU share)", 2 * c.state_b * on_gpu);
+    c.gpu.add("fp32_grads", "fp32 grads (Twin-Flow GPU share)", 4 * on_gpu);
+  }
+  if (c.opt_dev == OffloadDevice::cpu) {
+    c.cpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * on_cpu, c.pin_opt);
+    c.cpu.add("fp32_grads", "fp32 grads" + c.part, 4 * on_cpu, true);
+    c.cpu.add("adam_m_v", "Adam m and v" + c.part + " (CPU Adam)", 2 * c.state_b * on_cpu);
+    return;
+  }
+  const int64_t align4 = kAioAlignedBytes * c.s.aio.intra_op_parallelism / 4;
+  c.nvme.add("fp32_master", "fp32 master params" + c.part, c.master_b * align_up(on_cpu, align4));
+  c.nvme.add("adam_m_v", "Adam m and v" + c.part, 2 * c.state_b * align_up(on_cpu, align4));
+  c.nvme.add("fp32_grads", "fp32 grads" + c.part, 4 * align_up(on_cpu, align4));
+  const int64_t count = z.offload_optimizer.buffer_count;
+  c.cpu.add("opt_swap_buffers", "optimizer swap buffers (buffer_count x largest sub-group, fp32)",
+            4 * count * align_up(c.ps.largest_sub_group, align4), true);
+  const int64_t need = (z.offload_optimizer.pipeline_read && z.offload_optimizer.pipeline_write) ? 12
+                       : (z.offload_optimizer.pipeline_read || z.offload_optimizer.pipeline_write) ? 8 : 4;
+  if (count < need)
+    c.r.problems.push_back("offload_optimizer.buffer_count " + std::to_string(count) + " < " + std::to_string(need) +
+                           " buffers the optimizer swapper needs with pipeline_read=" +
+                           (z.offload_optimizer.pipeline_read ? "true" : "false") +
+                           ", pipeline_write=" + (z.offload_optimizer.pipeline_write ? "true" : "false") +
+                           ": DeepSpeed asserts \"ran out of swap buffers, try increasing 'buffer_count'\"");
+}
+
+void add_states_zero3(MemoryContext& c) {
+  const auto& z = c.z;
+  c.rep = replay_coordinator(c.m, c.trace, z, param_swap(c.m, c.s));
+  c.r.zero3_persistent_numel = c.rep.persistent_numel;
+  add_zero3_params(c);
+  c.gpu.add("persistent_params", c.dt + " persistent params (numel <= param_persistence_threshold, full)",
+            c.lp * c.rep.persistent_numel);
+  if (z.zero_hpz_partition_size > 1)
+    c.gpu.add("hpz_secondary", "ZeRO++ hpZ secondary param partition", c.lp * ceil_div(c.P, z.zero_hpz_partition_size));
+  if (!c.opt_off) {
+    c.gpu.add("lp_grads", c.dt + " grad partitions" + c.part, c.gacc_b * c.p);
+    c.gpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * c.p);
+    c.gpu.add("adam_m_v", "Adam m and v" + c.part, 2 * c.state_b * c.p);
+  } else {
+    add_zero3_offloaded_optimizer(c);
+  }
+  c.gpu.add("comm_buckets", "IPG reduce-scatter bucket (reduce_bucket_size)", c.lp * z.reduce_bucket_size);
+}
+
+// Activations, gradients and gathered params at the forward/backward peak, and the buffers that live only after
+// the backward (counted above its peak).
+void add_transients(MemoryContext& c, const MemoryOptions& o) {
+  const auto& z = c.z;
+  const auto& s = c.s;
+  c.r.activations = activation_bytes(c.m, s, o);
+  const TransientPeak fb =
+      fwd_bwd_peak(c.m, s, c.r.activations, c.trace, c.stage == 3 ? &c.rep : nullptr, c.stage >= 2);
+  if (c.stage == 3) {
+    c.r.zero3_peak_live_numel = fb.live_numel;
+    c.gpu.add("zero3_working_set",
+              "gathered params at the peak (prefetch " + std::to_string(z.prefetch_bucket_size) + ", reuse distance)",
+              c.lp * fb.live_numel, false, true);
+  }
+  c.gpu.add("module_grads", "full grads not yet reduced at the peak (largest module, tied embedding)", fb.grads,
+            false, true);
+  c.gpu.add("activations",
+            std::string("activations (micro batch ") + std::to_string(s.micro_batch_per_gpu) + ", seq " +
+                std::to_string(s.run.seq_len) + (s.activation_checkpointing.enabled ? ", checkpointed)" : ")"),
+            fb.activations, false, true);
+  if (c.stage == 0) {
     // buffered_allreduce_fallback: each reduce_bucket_size bucket of grads is flattened into a fresh buffer.
-    const int64_t cb = s.communication_data_type ? bytes_per_element(*s.communication_data_type) : lp;
+    const int64_t cb = s.communication_data_type ? bytes_per_element(*s.communication_data_type) : c.lp;
     int64_t bucket = 0, largest = 0;
-    for (const auto& t : *shared_tensor_table(m)) {
+    for (const auto& t : *shared_tensor_table(c.m)) {
       if (t.tied) continue;
       if (bucket > 0 && bucket + t.numel > z.reduce_bucket_size) bucket = 0;
       bucket += t.numel;
       largest = std::max(largest, bucket);
     }
-    gpu.add("allreduce_peak", "all-reduce bucket after backward (reduce_bucket_size), above the backward peak",
-            cb * largest - fb.total, false, true);
+    c.gpu.add("allreduce_peak", "all-reduce bucket after backward (reduce_bucket_size), above the backward peak",
+              cb * largest - fb.total, false, true);
   }
-  if (stage == 3 && !opt_off)
-    gpu.add("optimizer_peak", "fp32 grads of one sub-group during the optimizer step, above the backward peak",
-            4 * ps.largest_sub_group - fb.total, false, true);
-  cpu.add("activation_checkpoints", "activation checkpoints (cpu_checkpointing)", r.activations.cpu_checkpoints, true);
+  if (c.stage == 3 && !c.opt_off)
+    c.gpu.add("optimizer_peak", "fp32 grads of one sub-group during the optimizer step, above the backward peak",
+              4 * c.ps.largest_sub_group - fb.total, false, true);
+  c.cpu.add("activation_checkpoints", "activation checkpoints (cpu_checkpointing)", c.r.activations.cpu_checkpoints,
+            true);
+}
 
-  // --- Fixed costs ------------------------------------------------------------------------------
+// The framework's fixed costs; then per node (every local rank holds its own CPU and NVMe share) and the
+// initialisation peak: without zero.Init each rank materialises the whole model in fp32 on the host (the
+// estimator's 4·gpn term); under zero.Init one layer at a time. Pinned partitions already exist then.
+void add_fixed_and_per_node(MemoryContext& c, const MemoryOptions& o) {
   int64_t gpu_tensors = 0;
-  for (const auto& i : gpu_t.items) gpu_tensors += i.bytes;
-  gpu.add("allocator_reserve", "caching-allocator fragmentation reserve",
-          static_cast<int64_t>(o.allocator_reserve_frac * static_cast<double>(gpu_tensors)));
-  gpu.add("cuda_context", "CUDA context, cuBLAS workspace, NCCL buffers", static_cast<int64_t>(o.cuda_context_GiB * kGiB));
-  cpu.add("host_process", "framework process (Python, PyTorch, CUDA host libs)",
-          static_cast<int64_t>(o.host_process_GiB * kGiB));
+  for (const auto& i : c.r.tier(Tier::gpu).items) gpu_tensors += i.bytes;
+  c.gpu.add("allocator_reserve", "caching-allocator fragmentation reserve",
+            static_cast<int64_t>(o.allocator_reserve_frac * static_cast<double>(gpu_tensors)));
+  c.gpu.add("cuda_context", "CUDA context, cuBLAS workspace, NCCL buffers",
+            static_cast<int64_t>(o.cuda_context_GiB * kGiB));
+  c.cpu.add("host_process", "framework process (Python, PyTorch, CUDA host libs)",
+            static_cast<int64_t>(o.host_process_GiB * kGiB));
 
-  // --- Per node: every local rank holds its own CPU and NVMe share --------------------------------
+  const int64_t n_local = c.s.run.gpus_per_node;
+  TierReport& cpu_rank = c.r.tier(Tier::cpu);
   for (auto& i : cpu_rank.items) i.bytes *= n_local;
-  for (auto& i : nvme_rank.items) i.bytes *= n_local;
+  for (auto& i : c.r.tier(Tier::nvme).items) i.bytes *= n_local;
   int64_t steady = 0;
   for (const auto& i : cpu_rank.items) steady += i.bytes;
-  // Initialisation: without zero.Init each rank materialises the whole model in fp32 on the host
-  // (the estimator's 4·gpn term); under zero.Init one layer at a time. Pinned partitions already exist then.
-  const bool zi = stage == 3 && o.zero_init;
-  const int64_t materialise = 4 * (zi ? ps.largest_module : P);
+  const bool zi = c.stage == 3 && o.zero_init;
+  const int64_t materialise = 4 * (zi ? c.ps.largest_module : c.P);
   const int64_t init_peak = n_local * (static_cast<int64_t>(o.host_process_GiB * kGiB) + materialise) +
                             cpu_rank.item("lp_params");
   if (init_peak > steady)
-    cpu.add("init_peak", std::string("init peak above steady state (fp32 ") + (zi ? "largest layer" : "model") +
-                             " per rank while building the model)",
-            init_peak - steady, false, true);
+    c.cpu.add("init_peak", std::string("init peak above steady state (fp32 ") + (zi ? "largest layer" : "model") +
+                               " per rank while building the model)",
+              init_peak - steady, false, true);
+}
 
-  gpu_t.scope = "per GPU";
-  cpu_rank.scope = "per node";
-  nvme_rank.scope = "per node";
-  gpu_t.capacity_bytes = hw.gpu.memory_bytes();
-  cpu_rank.capacity_bytes = hw.cpu.memory_bytes();
-  nvme_rank.capacity_bytes = hw.nvme.capacity_bytes();
+// Totals per tier and the verdict: the worst overflow binds; if everything fits, the tightest tier.
+void finish_report(MemoryReport& r, const Hardware& hw) {
+  r.tier(Tier::gpu).scope = "per GPU";
+  r.tier(Tier::cpu).scope = "per node";
+  r.tier(Tier::nvme).scope = "per node";
+  r.tier(Tier::gpu).capacity_bytes = hw.gpu.memory_bytes();
+  r.tier(Tier::cpu).capacity_bytes = hw.cpu.memory_bytes();
+  r.tier(Tier::nvme).capacity_bytes = hw.nvme.capacity_bytes();
   for (auto& t : r.tiers) {
     t.required_bytes = 0;
     t.pinned_bytes = 0;
@@ -488,8 +517,6 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
       if (i.pinned) t.pinned_bytes += i.bytes;
     }
   }
-
-  // Verdict: the worst overflow binds; if everything fits, the tightest tier.
   double worst = -1;
   r.fits = r.problems.empty();
   for (Tier t : kTiers) {
@@ -503,7 +530,10 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
       r.binding = t;
     }
   }
-  if (stage == 3 && o.zero_init) r.notes.push_back("ZeRO-3 model assumed built under deepspeed.zero.Init (as HF does)");
+}
+
+void add_notes(MemoryReport& r, const Strategy& s, const MemoryOptions& o) {
+  if (s.zero.stage == 3 && o.zero_init) r.notes.push_back("ZeRO-3 model assumed built under deepspeed.zero.Init (as HF does)");
   if (s.activation_checkpointing.partition_activations)
     r.notes.push_back("partition_activations splits checkpoints across model-parallel ranks; without model parallelism it saves nothing");
   if (!stores_attention_scores(o, s))
@@ -511,6 +541,27 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
                       " (memory-efficient): no s^2 score storage");
   else
     r.notes.push_back("attention eager: the s^2 scores are stored for backward");
+}
+
+}  // namespace
+
+MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy& s, const MemoryOptions& o) {
+  MemoryReport r;
+  r.tier(Tier::gpu).tier = Tier::gpu;
+  r.tier(Tier::cpu).tier = Tier::cpu;
+  r.tier(Tier::nvme).tier = Tier::nvme;
+  MemoryContext c(m, s, r);
+  r.sizes = c.ps;
+  if (c.stage == 0)
+    add_states_stage0(c);
+  else if (c.stage <= 2)
+    add_states_stage1_2(c);
+  else
+    add_states_zero3(c);
+  add_transients(c, o);
+  add_fixed_and_per_node(c, o);
+  finish_report(r, hw);
+  add_notes(r, s, o);
   return r;
 }
 

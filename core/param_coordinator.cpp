@@ -4,10 +4,9 @@
 #include <deque>
 #include <unordered_set>
 
+#include "core/layout.h"
+
 namespace zs::core {
-namespace {
-constexpr int64_t kMinAioBytes = 1 << 20;  // DeepSpeed's swap_tensor/utils.py MIN_AIO_BYTES
-}  // namespace
 
 std::vector<TraceStep> module_trace(const ModelSpec& m, bool recompute) {
   const auto modules_p = shared_module_table(m);
@@ -34,33 +33,19 @@ ParamSwap param_swap(const ModelSpec& m, const Strategy& s) {
   const ZeroConfig& z = s.zero;
   if (z.stage != 3 || z.offload_param.device != OffloadDevice::nvme) return w;
   w.buffer_count = z.offload_param.buffer_count;
-  const auto tensors_p = shared_tensor_table(m);
-  const auto& tensors = *tensors_p;
-  const int64_t world = s.world(), lp = bytes_per_element(s.model_dtype());
-  const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
-  int64_t total = 0;
-  for (const auto& t : tensors)
-    if (!t.tied) total += (t.numel + world - 1) / world;
-  const int64_t in_cpu_budget = std::min(total, z.offload_param.max_in_cpu);
-  int64_t cum = 0;
-  for (const auto& t : tensors) {
-    if (t.tied) continue;
-    const int64_t part = (t.numel + world - 1) / world;
-    cum += part;
-    w.on_nvme.push_back(cum > in_cpu_budget && part * lp >= min_aio);
-  }
+  for (const auto& p : make_layout(m, s, Schedule::deepspeed).params) w.on_nvme.push_back(p.lp_home == Tier::nvme);
   return w;
 }
 
-CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<TraceStep>& trace, const ZeroConfig& z,
-                                     const ParamSwap& swap) {
-  CoordinatorReplay r;
+namespace {
+
+// Parameter ids (one per untied tensor; a tied tensor resolves to the token embedding, tensor 0), which are
+// persistent and which live on NVMe, and each module's parameters.
+void assign_params(CoordinatorReplay& r, const ModelSpec& m, const ZeroConfig& z, const ParamSwap& swap) {
   const auto tensors_p = shared_tensor_table(m);
   const auto modules_p = shared_module_table(m);
   const auto& tensors = *tensors_p;
   const auto& modules = *modules_p;
-
-  // Parameter ids: one per untied tensor; a tied tensor resolves to the token embedding (tensor 0).
   std::vector<size_t> tensor_to_param(tensors.size());
   for (size_t t = 0; t < tensors.size(); ++t) {
     if (tensors[t].tied) {
@@ -70,16 +55,15 @@ CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<Trace
     tensor_to_param[t] = r.params.size();
     r.params.push_back({tensors[t].numel, false});
   }
-  // mark_persistent_parameters: in parameter order, under the per-param and model-wide thresholds.
-  int64_t total_persistent = 0;
-  for (auto& p : r.params) {
-    if (p.numel + total_persistent > z.model_persistence_threshold) continue;
-    if (p.numel <= z.param_persistence_threshold) {
-      p.persistent = true;
-      total_persistent += p.numel;
-    }
+  // mark_persistent_parameters: the layout's rule.
+  std::vector<int64_t> numels;
+  for (const auto& p : r.params) numels.push_back(p.numel);
+  const std::vector<char> persistent = mark_persistent(numels, z);
+  r.persistent_numel = 0;
+  for (size_t id = 0; id < r.params.size(); ++id) {
+    r.params[id].persistent = persistent[id];
+    if (persistent[id]) r.persistent_numel += r.params[id].numel;
   }
-  r.persistent_numel = total_persistent;
   // Persistent parameters are gathered once and never swapped again (DeepSpeed releases their swap buffers).
   for (size_t id = 0; id < r.params.size() && id < swap.on_nvme.size(); ++id)
     r.params[id].on_nvme = swap.on_nvme[id] && !r.params[id].persistent;
@@ -91,52 +75,57 @@ CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<Trace
     }
     r.module_params.push_back(std::move(ids));
   }
+}
 
-  // The param trace: (param, step) for every param of every step's module, in order.
+// The coordinator's state as the replay walks the trace, one step() per trace step.
+struct Replayer {
   struct InTrace {
     size_t param;
     size_t step;
   };
-  std::deque<InTrace> queue;
-  for (size_t s = 0; s < trace.size(); ++s)
-    for (size_t id : r.module_params[trace[s].module]) queue.push_back({id, s});
-
-  const size_t n = r.params.size();
-  std::vector<char> available(n, 0);
-  std::vector<char> inflight(n, 0);  // all-gather issued, not yet waited on by a module (InflightParamRegistry)
-  std::vector<char> swapped(n, 0);   // NVMe partition held in a swap buffer (swapped in, not yet released)
-  std::vector<int64_t> most_recent_fetched_for(n, -1);
+  CoordinatorReplay& r;
+  const std::vector<TraceStep>& trace;
+  const ZeroConfig& z;
+  const ParamSwap& swap;
+  std::deque<InTrace> queue;  // the param trace: (param, step) for every param of every step's module, in order
+  std::vector<char> available;
+  std::vector<char> inflight;  // all-gather issued, not yet waited on by a module (InflightParamRegistry)
+  std::vector<char> swapped;   // NVMe partition held in a swap buffer (swapped in, not yet released)
+  std::vector<int64_t> most_recent_fetched_for;
   int64_t n_available = 0, numel_in_flight = 0, buffers_used = 0;
-  const bool nvme = std::any_of(r.params.begin(), r.params.end(), [](const CoordParam& p) { return p.on_nvme; });
-  auto on_nvme_now = [&](size_t id) { return r.params[id].on_nvme && !swapped[id]; };
-  auto take_buffer = [&](size_t id) {
+  bool nvme = false;
+
+  Replayer(CoordinatorReplay& replay, const std::vector<TraceStep>& t, const ZeroConfig& zc, const ParamSwap& sw)
+      : r(replay), trace(t), z(zc), swap(sw) {
+    for (size_t s = 0; s < trace.size(); ++s)
+      for (size_t id : r.module_params[trace[s].module]) queue.push_back({id, s});
+    const size_t n = r.params.size();
+    available.assign(n, 0);
+    inflight.assign(n, 0);
+    swapped.assign(n, 0);
+    most_recent_fetched_for.assign(n, -1);
+    nvme = std::any_of(r.params.begin(), r.params.end(), [](const CoordParam& p) { return p.on_nvme; });
+    r.steps.resize(trace.size());
+  }
+
+  bool on_nvme_now(size_t id) const { return r.params[id].on_nvme && !swapped[id]; }
+  void take_buffer(size_t id) {
     swapped[id] = 1;
     ++buffers_used;
     r.peak_swap_buffers = std::max(r.peak_swap_buffers, buffers_used);
-  };
-  r.steps.resize(trace.size());
+  }
+  void gather(size_t id, CoordinatorStep& out) {
+    available[id] = 1;
+    inflight[id] = 1;
+    numel_in_flight += r.params[id].numel;
+    n_available += r.params[id].numel;
+    out.gathered.push_back(id);
+  }
 
-  for (size_t s = 0; s < trace.size(); ++s) {
+  void step(size_t s) {
     auto& out = r.steps[s];
     const auto& mparams = r.module_params[trace[s].module];
-    // 1. Fetch this module's params that are not available (persistent ones always are). NVMe partitions that
-    //    no prefetch swapped in are read synchronously; DeepSpeed asserts when the buffers are all taken.
-    for (size_t id : mparams) {
-      if (r.params[id].persistent || available[id]) continue;
-      available[id] = 1;
-      inflight[id] = 1;
-      numel_in_flight += r.params[id].numel;
-      n_available += r.params[id].numel;
-      out.gathered.push_back(id);
-      if (on_nvme_now(id)) out.nvme_sync.push_back(id);
-    }
-    out.fetched = out.gathered.size();
-    const int64_t lacking = buffers_used + static_cast<int64_t>(out.nvme_sync.size()) - swap.buffer_count;
-    if (!out.nvme_sync.empty() && lacking > r.swap_buffer_shortfall) {
-      r.swap_buffer_shortfall = lacking;
-      r.shortfall_step = s;
-    }
-    for (size_t id : out.nvme_sync) take_buffer(id);
+    fetch(s, out, mparams);
     // 2. Wait for this module's in-flight params: one fetch event each.
     for (size_t id : mparams) {
       if (!inflight[id]) continue;
@@ -146,8 +135,37 @@ CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<Trace
     }
     // 3. Pop this step's entries from the queue (the trace is complete, so they are next).
     while (!queue.empty() && queue.front().step == s) queue.pop_front();
-    // 4. Prefetch within min(max_live - n_available, prefetch_bucket_size), stopping at a partition still on
-    //    NVMe ("nvme prefetch is handled elsewhere. Need to break here to preserve fetch order").
+    prefetch(out);
+    if (nvme && z.prefetch_bucket_size > 0) prefetch_nvme(out);
+    out.live_numel_during = n_available;
+    if (n_available > r.peak_live_numel) {
+      r.peak_live_numel = n_available;
+      r.peak_step = s;
+    }
+    release(s, out, mparams);
+    out.live_numel_after = n_available;
+  }
+
+  // 1. Fetch this module's params that are not available (persistent ones always are). NVMe partitions that
+  //    no prefetch swapped in are read synchronously; DeepSpeed asserts when the buffers are all taken.
+  void fetch(size_t s, CoordinatorStep& out, const std::vector<size_t>& mparams) {
+    for (size_t id : mparams) {
+      if (r.params[id].persistent || available[id]) continue;
+      gather(id, out);
+      if (on_nvme_now(id)) out.nvme_sync.push_back(id);
+    }
+    out.fetched = out.gathered.size();
+    const int64_t lacking = buffers_used + static_cast<int64_t>(out.nvme_sync.size()) - swap.buffer_count;
+    if (!out.nvme_sync.empty() && lacking > r.swap_buffer_shortfall) {
+      r.swap_buffer_shortfall = lacking;
+      r.shortfall_step = s;
+    }
+    for (size_t id : out.nvme_sync) take_buffer(id);
+  }
+
+  // 4. Prefetch within min(max_live - n_available, prefetch_bucket_size), stopping at a partition still on
+  //    NVMe ("nvme prefetch is handled elsewhere. Need to break here to preserve fetch order").
+  void prefetch(CoordinatorStep& out) {
     const int64_t budget = std::min(z.max_live_parameters - n_available, z.prefetch_bucket_size);
     int64_t prefetching = 0;
     std::unordered_set<size_t> picked;
@@ -165,49 +183,42 @@ CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<Trace
         prefetching += r.params[e.param].numel;
       }
     }
-    for (size_t id : picked_order) {
-      available[id] = 1;
-      inflight[id] = 1;
-      numel_in_flight += r.params[id].numel;
-      n_available += r.params[id].numel;
-      out.gathered.push_back(id);
+    for (size_t id : picked_order) gather(id, out);
+  }
+
+  // 5. NVMe: swap in upcoming partitions while the numel considered stays ≤ 2 × the numel in flight and
+  //    buffers are free (only inside the prefetch branch, so not with prefetch_bucket_size 0).
+  void prefetch_nvme(CoordinatorStep& out) {
+    int64_t considered = 0;
+    for (const InTrace& e : queue) {
+      if (considered > 2 * numel_in_flight ||
+          static_cast<int64_t>(out.nvme_prefetch.size()) >= swap.buffer_count - buffers_used)
+        break;
+      if (on_nvme_now(e.param) &&
+          std::find(out.nvme_prefetch.begin(), out.nvme_prefetch.end(), e.param) == out.nvme_prefetch.end())
+        out.nvme_prefetch.push_back(e.param);
+      considered += r.params[e.param].numel;
     }
-    // 5. NVMe: swap in upcoming partitions while the numel considered stays ≤ 2 × the numel in flight and
-    //    buffers are free (only inside the prefetch branch, so not with prefetch_bucket_size 0).
-    if (nvme && z.prefetch_bucket_size > 0) {
-      int64_t considered = 0;
-      for (const InTrace& e : queue) {
-        if (considered > 2 * numel_in_flight ||
-            static_cast<int64_t>(out.nvme_prefetch.size()) >= swap.buffer_count - buffers_used)
-          break;
-        if (on_nvme_now(e.param) &&
-            std::find(out.nvme_prefetch.begin(), out.nvme_prefetch.end(), e.param) == out.nvme_prefetch.end())
-          out.nvme_prefetch.push_back(e.param);
-        considered += r.params[e.param].numel;
-      }
-      for (size_t id : out.nvme_prefetch) take_buffer(id);
-    }
-    out.live_numel_during = n_available;
-    if (n_available > r.peak_live_numel) {
-      r.peak_live_numel = n_available;
-      r.peak_step = s;
-    }
-    // 6. Release: not persistent, not claimed by a prefetch for a later step, not reused within the
-    //    reuse distance (modules from the next step on; the module that crosses the distance counts whole).
-    //    A released NVMe partition gives its swap buffer back.
+    for (size_t id : out.nvme_prefetch) take_buffer(id);
+  }
+
+  // 6. Release: not persistent, not claimed by a prefetch for a later step, not reused within the
+  //    reuse distance (modules from the next step on; the module that crosses the distance counts whole).
+  //    A released NVMe partition gives its swap buffer back.
+  void release(size_t s, CoordinatorStep& out, const std::vector<size_t>& mparams) {
     // DeepSpeed releases with step_id already incremented (s + 1).
     const auto step_id = static_cast<int64_t>(s + 1);
-    std::vector<size_t> release;
+    std::vector<size_t> releasing;
     for (size_t id : mparams)
-      if (!r.params[id].persistent && most_recent_fetched_for[id] <= step_id) release.push_back(id);
+      if (!r.params[id].persistent && most_recent_fetched_for[id] <= step_id) releasing.push_back(id);
     int64_t traversed = 0;
-    for (size_t k = s + 1; k < trace.size() && traversed < z.max_reuse_distance && !release.empty(); ++k) {
+    for (size_t k = s + 1; k < trace.size() && traversed < z.max_reuse_distance && !releasing.empty(); ++k) {
       for (size_t id : r.module_params[trace[k].module]) {
-        release.erase(std::remove(release.begin(), release.end(), id), release.end());
+        releasing.erase(std::remove(releasing.begin(), releasing.end(), id), releasing.end());
         traversed += r.params[id].numel;
       }
     }
-    for (size_t id : release) {
+    for (size_t id : releasing) {
       if (!available[id]) continue;
       available[id] = 0;
       n_available -= r.params[id].numel;
@@ -217,8 +228,17 @@ CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<Trace
       }
       out.released.push_back(id);
     }
-    out.live_numel_after = n_available;
   }
+};
+
+}  // namespace
+
+CoordinatorReplay replay_coordinator(const ModelSpec& m, const std::vector<TraceStep>& trace, const ZeroConfig& z,
+                                     const ParamSwap& swap) {
+  CoordinatorReplay r;
+  assign_params(r, m, z, swap);
+  Replayer replay(r, trace, z, swap);
+  for (size_t s = 0; s < trace.size(); ++s) replay.step(s);
   return r;
 }
 

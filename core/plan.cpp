@@ -5,19 +5,6 @@
 
 namespace zs::core {
 
-std::string to_string(Stream s) {
-  switch (s) {
-    case Stream::compute: return "compute";
-    case Stream::h2d: return "h2d";
-    case Stream::d2h: return "d2h";
-    case Stream::nvme_read: return "nvme_read";
-    case Stream::nvme_write: return "nvme_write";
-    case Stream::comm: return "comm";
-    case Stream::cpu_adam: return "cpu_adam";
-  }
-  return "?";
-}
-
 std::string to_string(OpKind k) {
   switch (k) {
     case OpKind::forward: return "forward";
@@ -44,6 +31,42 @@ std::string to_string(Phase p) {
     case Phase::forward: return "forward";
     case Phase::backward: return "backward";
     case Phase::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+std::string to_string(Purpose p) {
+  switch (p) {
+    case Purpose::unset: return "unset";
+    case Purpose::compute: return "compute";
+    case Purpose::checkpoint_out: return "checkpoint_out";
+    case Purpose::checkpoint_in: return "checkpoint_in";
+    case Purpose::release_activations: return "release_activations";
+    case Purpose::read_params: return "read_params";
+    case Purpose::upload_params: return "upload_params";
+    case Purpose::gather_params: return "gather_params";
+    case Purpose::release_params: return "release_params";
+    case Purpose::release_grads: return "release_grads";
+    case Purpose::reduce_grads: return "reduce_grads";
+    case Purpose::alloc_allreduce_bucket: return "alloc_allreduce_bucket";
+    case Purpose::allreduce_grads: return "allreduce_grads";
+    case Purpose::release_allreduce_bucket: return "release_allreduce_bucket";
+    case Purpose::offload_grads: return "offload_grads";
+    case Purpose::fp32_grads_to_host: return "fp32_grads_to_host";
+    case Purpose::cast_fp32_grads: return "cast_fp32_grads";
+    case Purpose::write_grads: return "write_grads";
+    case Purpose::grad_norm: return "grad_norm";
+    case Purpose::swap_state_in: return "swap_state_in";
+    case Purpose::swap_state_out: return "swap_state_out";
+    case Purpose::alloc_fp32_grads: return "alloc_fp32_grads";
+    case Purpose::release_fp32_grads: return "release_fp32_grads";
+    case Purpose::adam: return "adam";
+    case Purpose::cast_params: return "cast_params";
+    case Purpose::upload_updated_params: return "upload_updated_params";
+    case Purpose::updated_params_to_host: return "updated_params_to_host";
+    case Purpose::write_updated_params: return "write_updated_params";
+    case Purpose::gather_updated_params: return "gather_updated_params";
+    case Purpose::gather_persistent_params: return "gather_persistent_params";
   }
   return "?";
 }
@@ -98,6 +121,34 @@ PlanSummary summarize(const Plan& p) {
   return s;
 }
 
+namespace {
+
+nlohmann::ordered_json layout_to_json(const Layout& l) {
+  using nlohmann::ordered_json;
+  ordered_json params = ordered_json::array();
+  for (const auto& p : l.params)
+    params.push_back({{"name", p.name},
+                      {"layer", p.layer},
+                      {"numel", p.numel},
+                      {"flat_offset", p.flat_offset},
+                      {"part", p.part},
+                      {"persistent", p.persistent},
+                      {"lp_home", to_string(p.lp_home)},
+                      {"group", p.group}});
+  ordered_json groups = ordered_json::array();
+  for (const auto& g : l.groups)
+    groups.push_back({{"first", g.first},
+                      {"last", g.last},
+                      {"elements", g.elements},
+                      {"tier", to_string(g.tier)},
+                      {"layer", g.layer}});
+  return {{"stage", l.stage},       {"world", l.world},   {"flat_partition", l.flat_partition},
+          {"partition_elements", l.partition_elements},
+          {"sub_groups", l.sub_groups}, {"params", params}, {"groups", groups}};
+}
+
+}  // namespace
+
 std::string plan_to_json(const Plan& p, bool with_ledger) {
   using nlohmann::ordered_json;
   ordered_json j;
@@ -139,6 +190,7 @@ std::string plan_to_json(const Plan& p, bool with_ledger) {
                   {"pinned", t.pinned},
                   {"persistent", t.persistent}});
   j["tensors"] = std::move(ts);
+  j["layout"] = layout_to_json(p.layout);
   ordered_json ops = ordered_json::array();
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const Op& op = p.ops[i];

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "core/collectives.h"
+#include "core/layout.h"
 #include "core/memory.h"
+#include "core/stream.h"
 
 namespace zs::core {
 
-enum class Stream : uint8_t { compute, h2d, d2h, nvme_read, nvme_write, comm, cpu_adam };
-inline constexpr int kStreams = 7;
 enum class OpKind : uint8_t {
   forward, backward, recompute,        // compute on the GPU (gemm_flops + mem_bound_bytes)
   h2d, d2h, nvme_read, nvme_write,     // transfers (bytes)
@@ -26,7 +26,40 @@ enum class OpKind : uint8_t {
   alloc, release                       // pure ledger ops (no time): working-set fetch targets, frees
 };
 enum class Phase : uint8_t { forward, backward, optimizer };
-enum class Schedule : uint8_t { deepspeed, dpu, overlap };
+// What an op is for: the scheduler says it, the engine runs one handler per purpose. Not in the plan JSON (kind,
+// stream, phase and tensor kind determine it; tests/core/test_plan_purpose.cpp checks the pairing).
+enum class Purpose : uint8_t {
+  unset,                     // a default-constructed op; no op of a plan keeps it
+  compute,                   // forward, backward, recompute of one module
+  checkpoint_out,            // d2h of a block's activation checkpoint to pinned host memory (cpu_checkpointing)
+  checkpoint_in,             // h2d of it back before the block's recompute
+  release_activations,       // release: a block's (the embedding's, the head's) activations
+  read_params,               // ZeRO-3 fetch: nvme_read of lp partitions into parameter swap buffers
+  upload_params,             // ZeRO-3 fetch: h2d of offloaded lp partitions into the gathered copy
+  gather_params,             // ZeRO-3 fetch: allgather of a module's partitions (forward, backward)
+  release_params,            // ZeRO-3 release_sub_module: the gathered copies (and swap buffers) freed
+  release_grads,             // stages 2-3: completed lp gradients into the IPG bucket, their buffers freed
+  reduce_grads,              // reduce_scatter of a gradient bucket
+  alloc_allreduce_bucket,    // stage 0: the flattened all-reduce bucket
+  allreduce_grads,           // allreduce of a gradient bucket (stage 0; stages 1-2 with reduce_scatter false)
+  release_allreduce_bucket,  // stage 0: the bucket freed
+  offload_grads,             // lp gradient partitions between the GPU bucket and host memory (d2h, h2d)
+  fp32_grads_to_host,        // the boundary's gradient partitions, cast to fp32, d2h to the group's buffer
+  cast_fp32_grads,           // DeepSpeed < 0.19.5: the host cast after the blocking pageable d2h (cast_cpu)
+  write_grads,               // an NVMe group's fp32 gradients to their file (nvme_write, backward)
+  grad_norm,                 // the global gradient norm (scalar allreduce)
+  swap_state_in,             // nvme_read of an NVMe group's master, m, v or fp32 gradients
+  swap_state_out,            // nvme_write of an NVMe group's master, m or v
+  alloc_fp32_grads,          // stage 3 GPU Adam: a group's transient fp32 gradients
+  release_fp32_grads,        // ... freed after its Adam
+  adam,                      // adam_cpu, adam_gpu on one group
+  cast_params,               // fp32 master → lp on the host (cast_cpu, optimizer)
+  upload_updated_params,     // h2d of updated lp partitions to the GPU
+  updated_params_to_host,    // d2h of updated lp partitions to their host homes (GPU Adam, stage 3)
+  write_updated_params,      // nvme_write of updated lp partitions to their files
+  gather_updated_params,     // stages 1-2: allgather of the updated flat lp partitions
+  gather_persistent_params,  // stage 3 _post_step: allgather of persistent parameters
+};
 
 // A tensor the plan moves or updates. `home` is where it lives between uses.
 enum class TensorKind : uint8_t { lp_param, lp_grad, fp32_master, adam_m, adam_v, fp32_grad, activation };
@@ -47,6 +80,7 @@ struct Op {
   int32_t rank = 0;          // with symmetry, the representative rank (0)
   Stream stream = Stream::compute;
   OpKind kind = OpKind::forward;
+  Purpose purpose = Purpose::unset;  // what it is for (set by the scheduler; not in the JSON)
   Phase phase = Phase::forward;
   int32_t layer = -1;        // block index; -1 embeddings/head/whole-model
   int32_t micro_step = 0;    // GA micro-step; optimizer ops use the last
@@ -86,6 +120,8 @@ struct Plan {
   // lp_grad, fp32_master, adam_m, adam_v, fp32_grad, kind-major: tensors[k·n_params + i]; so a bucket or a
   // sub-group of consecutive parameters is one range. Then one activation tensor per layer, embedding, head.
   std::vector<PlanTensor> tensors;
+  Layout layout;  // every parameter's partition, homes and optimizer group (layout.h), as the ops assume them
+  MemoryReport memory;  // fit's report the plan was built from (its static items; not in the plan JSON)
   std::vector<Op> ops;
   // Occupancy per tier after each op (program order) above static_bytes: what the ops allocated and have not
   // freed yet (activations, gathered ZeRO-3 params, full grads, buckets, checkpoints on the host). GPU per rank,
@@ -106,6 +142,11 @@ struct Plan {
   std::vector<std::string> notes; // modelling choices that apply (e.g. "dpu: optimizer on GPU, same as deepspeed")
   int64_t tokens_per_step = 0;    // global
   double model_flops_per_step = 0;  // per rank, without recompute (for MFU)
+
+  // The parameter a per-parameter tensor belongs to (tensors are kind-major: tensors[k·n_params + i]).
+  size_t param_of(int32_t tensor) const { return static_cast<size_t>(tensor) % layout.params.size(); }
+  // An activation tensor's slot: its layer, m.layers for the embedding, m.layers + 1 for the head and loss.
+  int64_t activation_slot(int32_t tensor) const { return tensor - static_cast<int64_t>(6 * layout.params.size()); }
 };
 
 // Pure and deterministic: the same inputs give the same plan byte for byte.
@@ -124,9 +165,9 @@ PlanSummary summarize(const Plan& p);
 // The plan as JSON (docs/PLAN.md): ids, streams, kinds and phases as strings; tensors; ledger per op.
 std::string plan_to_json(const Plan& p, bool with_ledger = true);
 
-std::string to_string(Stream s);
 std::string to_string(OpKind k);
 std::string to_string(Phase p);
+std::string to_string(Purpose p);
 std::string to_string(Schedule s);
 std::string to_string(TensorKind k);
 std::optional<Schedule> parse_schedule(const std::string& name);

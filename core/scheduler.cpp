@@ -25,55 +25,6 @@ const char* kind_suffix(TensorKind k) {
   return "";
 }
 
-// Optimizer groups: DeepSpeed's sub-groups (stage 3: a group closes once it holds ≥ sub_group_size partition
-// elements, as partition_sizes() counts), the whole partition (stages 0-2); with the overlap schedule each
-// group is further cut at layer boundaries so a layer's update can start when its gradients arrive.
-std::vector<OptGroup> make_groups(const Context& cx) {
-  std::vector<OptGroup> g;
-  const auto& z = cx.s.zero;
-  int64_t total = 0;
-  for (const auto& p : cx.params) total += p.part;
-  std::vector<size_t> cuts;  // group starts
-  cuts.push_back(0);
-  if (cx.stage == 3) {
-    int64_t acc = 0;
-    for (size_t i = 0; i < cx.np(); ++i) {
-      acc += cx.params[i].part;
-      if (z.sub_group_size < total && acc >= z.sub_group_size && i + 1 < cx.np()) {
-        cuts.push_back(i + 1);
-        acc = 0;
-      }
-    }
-  }
-  // Twin-Flow (offload_optimizer.ratio < 1): the first int((1 − ratio) · n) of DeepSpeed's n sub-groups step on
-  // the GPU (subgroup_to_device), as fit counts them (memory.cpp): params [0, gpu_end).
-  size_t gpu_end = 0;
-  if (cx.stage == 3 && cx.opt_offload && z.offload_optimizer.ratio < 1.0) {
-    const auto k = static_cast<size_t>((1.0 - z.offload_optimizer.ratio) * static_cast<double>(cuts.size()));
-    gpu_end = k >= cuts.size() ? cx.np() : cuts[k];
-  }
-  if (cx.schedule == Schedule::overlap && cx.opt_offload)
-    for (size_t i = 1; i < cx.np(); ++i)
-      if (cx.params[i].layer != cx.params[i - 1].layer) cuts.push_back(i);
-  const Tier off_tier = cx.opt_dev == OffloadDevice::nvme ? Tier::nvme : Tier::cpu;
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-  for (size_t c = 0; c < cuts.size(); ++c) {
-    OptGroup og;
-    og.first = cuts[c];
-    og.last = c + 1 < cuts.size() ? cuts[c + 1] : cx.np();
-    if (og.first >= og.last) continue;
-    og.layer = cx.params[og.first].layer;
-    for (size_t i = og.first; i < og.last; ++i) {
-      og.elements += cx.params[i].part;
-      if (cx.params[i].layer != og.layer) og.layer = -1;
-    }
-    og.tier = (!cx.opt_offload || cx.stage == 0 || og.first < gpu_end) ? Tier::gpu : off_tier;
-    g.push_back(og);
-  }
-  return g;
-}
-
 }  // namespace
 
 Context::Context(const ModelSpec& m_, const Hardware& hw_, const Strategy& s_, const PlanOptions& o_)
@@ -92,69 +43,29 @@ Context::Context(const ModelSpec& m_, const Hardware& hw_, const Strategy& s_, c
   state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
   ckpt = s.activation_checkpointing.enabled;
   cpu_ckpt = ckpt && s.activation_checkpointing.cpu_checkpointing;
-  opt_dev = stage >= 1 ? z.offload_optimizer.device : OffloadDevice::none;
-  if (stage < 3 && opt_dev == OffloadDevice::nvme) opt_dev = OffloadDevice::cpu;  // stage 1/2 treat nvme as cpu
-  par_dev = stage == 3 ? z.offload_param.device : OffloadDevice::none;
-  opt_offload = opt_dev != OffloadDevice::none;
   act = mem.activations;
   if (ckpt) {
     const int64_t n = std::clamp<int64_t>(s.activation_checkpointing.number_checkpoints.value_or(m.layers), 1, m.layers);
     segment = ceil_div(m.layers, n);
   }
 
-  // Parameters: one per untied tensor, in forward order (the coordinator numbers them the same way).
-  std::vector<int32_t> tensor_module(tensors.size(), 0);
-  for (size_t i = 0; i < modules.size(); ++i)
-    for (size_t t : modules[i].tensors) tensor_module[t] = static_cast<int32_t>(i);
+  // Parameters, partitions, homes and groups: the layout's (one per untied tensor, in forward order, as the
+  // coordinator numbers them).
+  layout = make_layout(m, s, schedule);
+  opt_dev = layout.optimizer_device;
+  par_dev = layout.param_device;
+  opt_offload = opt_dev != OffloadDevice::none;
   std::vector<size_t> tensor_to_param(tensors.size(), 0);
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    if (tensors[t].tied) {
-      tensor_to_param[t] = tensor_to_param[0];
-      continue;
-    }
-    tensor_to_param[t] = params.size();
-    Param p;
-    p.name = tensors[t].name;
-    p.module = tensor_module[t];
-    p.layer = static_cast<int32_t>(tensors[t].layer);
-    p.numel = tensors[t].numel;
-    params.push_back(std::move(p));
-  }
+  for (size_t t = 0, next = 0; t < tensors.size(); ++t) tensor_to_param[t] = tensors[t].tied ? tensor_to_param[0] : next++;
   for (const auto& mod : modules) {
     std::vector<size_t> ids;
     for (size_t t : mod.tensors)
       if (std::find(ids.begin(), ids.end(), tensor_to_param[t]) == ids.end()) ids.push_back(tensor_to_param[t]);
     module_params.push_back(std::move(ids));
   }
-  // This rank's share: per parameter for stage 3 (DeepSpeed partitions each tensor), a slice of the flat
-  // partition for stages 1-2 (cumulative rounding keeps the sum at ceil(P / world)).
-  int64_t cum = 0;
-  for (auto& p : params) {
-    if (stage == 3) {
-      p.part = ceil_div(p.numel, world);
-    } else if (stage >= 1) {
-      p.part = ceil_div(cum + p.numel, world) - ceil_div(cum, world);
-    } else {
-      p.part = p.numel;
-    }
-    cum += p.numel;
-  }
 
   trace = module_trace(m, ckpt);
-  if (stage == 3) {
-    const ParamSwap swap = param_swap(m, s);
-    rep = replay_coordinator(m, trace, z, swap);
-    for (size_t i = 0; i < params.size(); ++i) params[i].persistent = rep.params[i].persistent;
-    // lp partition home: as partition_sizes() places them (max_in_cpu first, small partitions stay in CPU).
-    for (size_t i = 0; i < params.size(); ++i)
-      params[i].lp_home = par_dev == OffloadDevice::none ? Tier::gpu
-                          : i < swap.on_nvme.size() && swap.on_nvme[i] ? Tier::nvme
-                                                                       : Tier::cpu;
-  }
-  groups = make_groups(*this);
-  for (size_t g = 0; g < groups.size(); ++g)
-    for (size_t i = groups[g].first; i < groups[g].last; ++i) params[i].group = static_cast<int32_t>(g);
-
+  if (stage == 3) rep = replay_coordinator(m, trace, z, param_swap(m, s));
   module_first.assign(static_cast<size_t>(m.layers), -1);
   module_last.assign(static_cast<size_t>(m.layers), -1);
   for (size_t i = 0; i < modules.size(); ++i) {
@@ -203,9 +114,10 @@ uint32_t Emitter::emit(Op op) {
   return p_.ops.back().id;
 }
 
-Op make_op(OpKind k, Stream s, Phase ph, int32_t micro, int32_t layer) {
+Op make_op(OpKind k, Purpose why, Stream s, Phase ph, int32_t micro, int32_t layer) {
   Op op;
   op.kind = k;
+  op.purpose = why;
   op.stream = s;
   op.phase = ph;
   op.micro_step = micro;
@@ -388,6 +300,8 @@ Plan build(const Context& cx) {
                            static_cast<double>(cx.s.micro_batch_per_gpu * cx.s.run.seq_len *
                                                cx.s.gradient_accumulation_steps);
   add_tensors(cx, p);
+  p.layout = cx.layout;
+  p.memory = cx.mem;
   if (cx.schedule != Schedule::deepspeed && !cx.opt_offload)
     p.notes.push_back(to_string(cx.schedule) +
                       ": the optimizer runs on the GPU (no offload_optimizer), so the step is the deepspeed schedule");

@@ -19,26 +19,9 @@ constexpr std::array<TensorKind, 6> kParamKinds = {TensorKind::lp_param,    Tens
                                                   TensorKind::fp32_master, TensorKind::adam_m,
                                                   TensorKind::adam_v,      TensorKind::fp32_grad};
 
-// A parameter as DeepSpeed holds it: one untied tensor of the tensor table (wte ≡ tied lm_head).
-struct Param {
-  std::string name;      // "h.3.attn.c_attn.weight"
-  int32_t module = 0;    // owning module (module_table index)
-  int32_t layer = -1;
-  int64_t numel = 0;     // full
-  int64_t part = 0;      // this rank's share: ceil(numel/world) (stage 3) or its slice of the flat partition (1, 2)
-  bool persistent = false;  // ZeRO-3 persistence threshold: full copy always on the GPU
-  Tier lp_home = Tier::gpu; // where the lp partition lives between uses (stage 3 offload_param)
-  int32_t group = -1;       // optimizer group (Context::groups)
-};
-
-// One optimizer step unit: DeepSpeed's sub-group (stage 3), the whole partition (stages 0-2), or with the
-// overlap schedule a layer's share of a sub-group. Params [first, last) in parameter order.
-struct OptGroup {
-  size_t first = 0, last = 0;
-  int64_t elements = 0;   // partition elements updated
-  Tier tier = Tier::cpu;  // gpu (no offload / Twin-Flow GPU share), cpu, nvme (states swapped per group)
-  int32_t layer = -1;     // the layer when all params share one, else -1
-};
+// A parameter and an optimizer step unit, as the layout (layout.h) places them.
+using Param = ParamLayout;
+using OptGroup = GroupLayout;
 
 // Where a pass of a trace step's module sits, for activation accounting.
 struct StepInfo {
@@ -61,13 +44,14 @@ struct Context {
   const Strategy& s;
   PlanOptions o;
   MemoryReport mem;                 // fit's report: static items and sizes (one copy of the numbers)
+  Layout layout;                    // partitions, homes, sub-groups (params and groups below are its own)
   std::vector<ModuleInfo> modules;
   std::vector<TensorInfo> tensors;
-  std::vector<Param> params;
+  const std::vector<Param>& params = layout.params;
   std::vector<std::vector<size_t>> module_params;  // module → param ids (tied resolved)
   std::vector<TraceStep> trace;     // forward, then backward in reverse (with per-block recompute)
   CoordinatorReplay rep;            // stage 3 only
-  std::vector<OptGroup> groups;
+  const std::vector<OptGroup>& groups = layout.groups;
   std::vector<int32_t> module_first, module_last;  // per layer: first/last module index in forward order
   std::vector<ComputeCost> forward_cost;           // per module, one micro-batch
   // Per trace step: params whose full gradient autograd allocates there (first backward use) and params whose
@@ -132,7 +116,7 @@ std::vector<ComputeCost> forward_costs(const ModelSpec& m, const Strategy& s, co
                                        const std::vector<ModuleInfo>& modules, const std::vector<TensorInfo>& t);
 
 // Small helpers shared by the emitters.
-Op make_op(OpKind k, Stream s, Phase ph, int32_t micro, int32_t layer = -1);
+Op make_op(OpKind k, Purpose why, Stream s, Phase ph, int32_t micro, int32_t layer = -1);  // why: Op::purpose
 int64_t wire_bytes(const Op& op);  // network bytes per rank of a collective op (collectives.h)
 
 }  // namespace zs::core::sched

@@ -43,15 +43,16 @@ class GroupEmitter {
       // "Optimizer step()"), not during backward — what `entry` carries for the deepspeed schedule.
       rd.insert(rd.end(), entry.begin(), entry.end());
       const int64_t n = align_up(og.elements, std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / 4));
-      reads.push_back(io(OpKind::nvme_read, g, TensorKind::fp32_master, cx_.master_b * n, rd));
-      reads.push_back(io(OpKind::nvme_read, g, TensorKind::adam_m, cx_.state_b * n, rd));
-      reads.push_back(io(OpKind::nvme_read, g, TensorKind::adam_v, cx_.state_b * n, rd));
+      reads.push_back(io(OpKind::nvme_read, Purpose::swap_state_in, g, TensorKind::fp32_master, cx_.master_b * n, rd));
+      reads.push_back(io(OpKind::nvme_read, Purpose::swap_state_in, g, TensorKind::adam_m, cx_.state_b * n, rd));
+      reads.push_back(io(OpKind::nvme_read, Purpose::swap_state_in, g, TensorKind::adam_v, cx_.state_b * n, rd));
       std::vector<uint32_t> grd = rd;
       grd.insert(grd.end(), deps.begin(), deps.end());  // this step's gradient file must be written
-      reads.push_back(io(OpKind::nvme_read, g, TensorKind::fp32_grad, 4 * n, with_grads ? grd : rd));
+      reads.push_back(
+          io(OpKind::nvme_read, Purpose::swap_state_in, g, TensorKind::fp32_grad, 4 * n, with_grads ? grd : rd));
       st_.prev_reads = reads;
     }
-    Op a = make_op(OpKind::adam_cpu, Stream::cpu_adam, Phase::optimizer, micro_, og.layer);
+    Op a = make_op(OpKind::adam_cpu, Purpose::adam, Stream::cpu_adam, Phase::optimizer, micro_, og.layer);
     a.elements = og.elements;
     range(a, g, TensorKind::fp32_master);
     a.deps = deps;
@@ -72,9 +73,9 @@ class GroupEmitter {
     d.push_back(after);
     const int64_t n = align_up(og.elements, std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / 4));
     std::vector<uint32_t> w;
-    w.push_back(io(OpKind::nvme_write, g, TensorKind::fp32_master, cx_.master_b * n, d));
-    w.push_back(io(OpKind::nvme_write, g, TensorKind::adam_m, cx_.state_b * n, d));
-    w.push_back(io(OpKind::nvme_write, g, TensorKind::adam_v, cx_.state_b * n, d));
+    w.push_back(io(OpKind::nvme_write, Purpose::swap_state_out, g, TensorKind::fp32_master, cx_.master_b * n, d));
+    w.push_back(io(OpKind::nvme_write, Purpose::swap_state_out, g, TensorKind::adam_m, cx_.state_b * n, d));
+    w.push_back(io(OpKind::nvme_write, Purpose::swap_state_out, g, TensorKind::adam_v, cx_.state_b * n, d));
     st_.prev2_writes = st_.prev_writes;
     st_.prev_writes = w;
     return w.back();
@@ -85,7 +86,7 @@ class GroupEmitter {
   int64_t copy_back(size_t g, std::vector<uint32_t> deps) {
     const OptGroup& og = cx_.groups[g];
     if (og.tier == Tier::gpu) return copy_back_from_gpu(g, deps);
-    Op c = make_op(OpKind::cast_cpu, Stream::cpu_adam, Phase::optimizer, micro_, og.layer);
+    Op c = make_op(OpKind::cast_cpu, Purpose::cast_params, Stream::cpu_adam, Phase::optimizer, micro_, og.layer);
     c.bytes = (cx_.master_b + cx_.lp) * og.elements;
     range(c, g, TensorKind::lp_param);
     c.deps = deps;
@@ -97,8 +98,10 @@ class GroupEmitter {
       if (h == Tier::nvme) to_nvme += align_up(cx_.params[p].part, nvme_align());
     }
     int64_t last = cast;
-    if (to_gpu > 0) last = io(OpKind::h2d, g, TensorKind::lp_param, cx_.lp * to_gpu, {cast});
-    if (to_nvme > 0) last = io(OpKind::nvme_write, g, TensorKind::lp_param, cx_.lp * to_nvme, {cast});
+    if (to_gpu > 0)
+      last = io(OpKind::h2d, Purpose::upload_updated_params, g, TensorKind::lp_param, cx_.lp * to_gpu, {cast});
+    if (to_nvme > 0)
+      last = io(OpKind::nvme_write, Purpose::write_updated_params, g, TensorKind::lp_param, cx_.lp * to_nvme, {cast});
     return last;
   }
 
@@ -125,7 +128,7 @@ class GroupEmitter {
       const size_t lo = p;
       int64_t n = 0;
       while (p < last && (n < per || k + 1 == shards)) n += cx_.params[p++].numel;
-      Op ag = make_op(OpKind::allgather, Stream::comm, Phase::optimizer, micro_, -1);
+      Op ag = make_op(OpKind::allgather, Purpose::gather_updated_params, Stream::comm, Phase::optimizer, micro_, -1);
       ag.bytes = cx_.lp * n;
       ag.group_ranks = static_cast<int32_t>(cx_.world);
       ag.tensor = cx_.tensor(TensorKind::lp_param, lo);
@@ -148,10 +151,10 @@ class GroupEmitter {
     op.tensor = cx_.tensor(k, cx_.groups[g].first);
     op.tensor_count = static_cast<int32_t>(cx_.groups[g].last - cx_.groups[g].first);
   }
-  uint32_t io(OpKind k, size_t g, TensorKind tk, int64_t bytes, std::vector<uint32_t> deps) {
+  uint32_t io(OpKind k, Purpose why, size_t g, TensorKind tk, int64_t bytes, std::vector<uint32_t> deps) {
     const Stream s = k == OpKind::nvme_read ? Stream::nvme_read : k == OpKind::nvme_write ? Stream::nvme_write
                      : k == OpKind::h2d ? Stream::h2d : Stream::d2h;
-    Op op = make_op(k, s, Phase::optimizer, micro_, cx_.groups[g].layer);
+    Op op = make_op(k, why, s, Phase::optimizer, micro_, cx_.groups[g].layer);
     op.bytes = bytes;
     range(op, g, tk);
     op.deps = std::move(deps);
@@ -165,13 +168,13 @@ class GroupEmitter {
     int64_t alloc = -1;
     const bool transient_fp32 = cx_.stage == 3 && !cx_.opt_offload;
     if (transient_fp32) {
-      Op al = make_op(OpKind::alloc, Stream::compute, Phase::optimizer, micro_, og.layer);
+      Op al = make_op(OpKind::alloc, Purpose::alloc_fp32_grads, Stream::compute, Phase::optimizer, micro_, og.layer);
       al.mem_delta[0] = 4 * og.elements;
       range(al, g, TensorKind::fp32_grad);
       al.deps = deps;
       alloc = e_.emit(std::move(al));
     }
-    Op a = make_op(OpKind::adam_gpu, Stream::compute, Phase::optimizer, micro_, og.layer);
+    Op a = make_op(OpKind::adam_gpu, Purpose::adam, Stream::compute, Phase::optimizer, micro_, og.layer);
     a.elements = og.elements;
     a.mem_bound_bytes = (30 + 8) * og.elements;  // fp32 p r/w, g r, m r/w, v r/w, lp write; the unscale's g r/w
     range(a, g, TensorKind::fp32_master);
@@ -182,7 +185,8 @@ class GroupEmitter {
     st_.last_compute = id;
     st_.group_adam[g] = id;
     if (transient_fp32) {
-      Op fr = make_op(OpKind::release, Stream::compute, Phase::optimizer, micro_, og.layer);
+      Op fr =
+          make_op(OpKind::release, Purpose::release_fp32_grads, Stream::compute, Phase::optimizer, micro_, og.layer);
       fr.mem_delta[0] = -4 * og.elements;
       range(fr, g, TensorKind::fp32_grad);
       fr.deps.push_back(id);
@@ -201,8 +205,10 @@ class GroupEmitter {
         if (cx_.params[p].lp_home == Tier::nvme) nv += align_up(cx_.params[p].part, nvme_align());
       }
     int64_t last = deps.empty() ? -1 : deps.back();
-    if (off > 0) last = io(OpKind::d2h, g, TensorKind::lp_param, cx_.lp * off, deps);
-    if (nv > 0) last = io(OpKind::nvme_write, g, TensorKind::lp_param, cx_.lp * nv, {static_cast<uint32_t>(last)});
+    if (off > 0) last = io(OpKind::d2h, Purpose::updated_params_to_host, g, TensorKind::lp_param, cx_.lp * off, deps);
+    if (nv > 0)
+      last = io(OpKind::nvme_write, Purpose::write_updated_params, g, TensorKind::lp_param, cx_.lp * nv,
+                {static_cast<uint32_t>(last)});
     return last;
   }
 };
@@ -245,7 +251,7 @@ void emit_optimizer(const Context& cx, Emitter& e, StepState& st) {
   // Global gradient norm (clipping, fp16 overflow check): one scalar all-reduce after every partition arrived.
   std::vector<uint32_t> norm_dep;
   if (cx.stage >= 1) {
-    Op n = make_op(OpKind::allreduce, Stream::comm, Phase::optimizer, micro, -1);
+    Op n = make_op(OpKind::allreduce, Purpose::grad_norm, Stream::comm, Phase::optimizer, micro, -1);
     n.bytes = 4;
     n.group_ranks = static_cast<int32_t>(cx.world);
     for (int64_t d : st.grad_delivered)
@@ -271,7 +277,7 @@ void emit_optimizer(const Context& cx, Emitter& e, StepState& st) {
   if (cx.stage >= 1 && cx.stage <= 2 && !per_group_gather) ge.allgather_params(0, cx.np(), all_done(st), true);
   if (cx.stage == 3 && cx.rep.persistent_numel > 0) {
     // _post_step: persistent parameters are all-gathered from their updated partitions.
-    Op ag = make_op(OpKind::allgather, Stream::comm, Phase::optimizer, micro, -1);
+    Op ag = make_op(OpKind::allgather, Purpose::gather_persistent_params, Stream::comm, Phase::optimizer, micro, -1);
     ag.bytes = cx.lp * cx.rep.persistent_numel;
     ag.group_ranks = static_cast<int32_t>(cx.world);
     ag.deps = all_done(st);

@@ -96,7 +96,7 @@ class MicroStep {
 
   // swap_in: one read of the group's partitions into pinned swap buffers.
   uint32_t nvme_read(const std::vector<size_t>& ps, Phase ph) {
-    Op r = make_op(OpKind::nvme_read, Stream::nvme_read, ph, st_.micro, layer_of(ps));
+    Op r = make_op(OpKind::nvme_read, Purpose::read_params, Stream::nvme_read, ph, st_.micro, layer_of(ps));
     r.deps = host_deps();
     for (size_t p : ps) r.bytes += nvme_part_bytes(p);
     set_range(r, TensorKind::lp_param, ps);
@@ -122,14 +122,14 @@ class MicroStep {
     }
     int64_t h2d = -1;
     if (!off.empty()) {
-      Op c = make_op(OpKind::h2d, Stream::h2d, ph, st_.micro, layer);
+      Op c = make_op(OpKind::h2d, Purpose::upload_params, Stream::h2d, ph, st_.micro, layer);
       for (size_t p : off) c.bytes += lp_part_bytes(p);
       set_range(c, TensorKind::lp_param, off);
       c.deps = host_deps();
       c.deps.insert(c.deps.end(), reads.begin(), reads.end());
       h2d = e_.emit(std::move(c));
     }
-    Op ag = make_op(OpKind::allgather, Stream::comm, ph, st_.micro, layer);
+    Op ag = make_op(OpKind::allgather, Purpose::gather_params, Stream::comm, ph, st_.micro, layer);
     int64_t full = 0;
     for (size_t p : grp) full += cx_.params[p].numel;
     ag.bytes = cx_.lp * full;
@@ -177,7 +177,9 @@ class MicroStep {
     const bool last_of_block = l >= 0 && cx_.module_last[static_cast<size_t>(l)] == static_cast<int32_t>(i);
     const bool seg_start = l >= 0 && l % cx_.segment == 0;
     auto ckpt_move = [&](OpKind k, std::vector<Op>& where, Phase ph) {
-      Op c = make_op(k, k == OpKind::d2h ? Stream::d2h : Stream::h2d, ph, st_.micro, static_cast<int32_t>(l));
+      const bool out = k == OpKind::d2h;
+      Op c = make_op(k, out ? Purpose::checkpoint_out : Purpose::checkpoint_in, out ? Stream::d2h : Stream::h2d, ph,
+                     st_.micro, static_cast<int32_t>(l));
       c.bytes = a.per_layer_checkpoint;
       c.tensor = cx_.activation_tensor(l);
       c.mem_delta[0] = k == OpKind::d2h ? -a.per_layer_checkpoint : a.per_layer_checkpoint;
@@ -227,7 +229,7 @@ class MicroStep {
       if (st_.last_compute >= 0) b.deps.push_back(static_cast<uint32_t>(st_.last_compute));
       st_.last_compute = e_.emit(std::move(b));  // the checkpoint must be back before the recompute
     }
-    Op c = make_op(k, Stream::compute, ph, st_.micro, layer);
+    Op c = make_op(k, Purpose::compute, Stream::compute, ph, st_.micro, layer);
     const double mult = k == OpKind::backward ? 2.0 : 1.0;
     c.gemm_flops = cx_.forward_cost[i].gemm_flops * mult;
     c.attention_flops = cx_.forward_cost[i].attention_flops * mult;
@@ -249,7 +251,7 @@ class MicroStep {
       e_.emit(std::move(a));
     }
     if (act.gpu_free > 0 || act.cpu_free > 0) {
-      Op r = make_op(OpKind::release, Stream::compute, ph, st_.micro, layer);
+      Op r = make_op(OpKind::release, Purpose::release_activations, Stream::compute, ph, st_.micro, layer);
       r.mem_delta[0] = -act.gpu_free;
       r.mem_delta[1] = -act.cpu_free;
       r.tensor = cx_.activation_tensor(i == 0 ? -1 : i + 1 == cx_.modules.size() ? cx_.m.layers + 1 : layer);
@@ -265,7 +267,7 @@ class MicroStep {
     for (const auto& grp : by_module(cx_.rep.steps[s].released)) release_group(grp, ph, c);
   }
   void release_group(const std::vector<size_t>& grp, Phase ph, uint32_t dep) {
-    Op r = make_op(OpKind::release, Stream::compute, ph, st_.micro, layer_of(grp));
+    Op r = make_op(OpKind::release, Purpose::release_params, Stream::compute, ph, st_.micro, layer_of(grp));
     for (size_t p : grp) {
       r.mem_delta[0] -= cx_.lp * cx_.params[p].numel;
       st_.gather_op[p] = -1;
@@ -293,7 +295,8 @@ class MicroStep {
       bucket_.push_back(p);
       bucket_elems_ += n;
     }
-    Op r = make_op(OpKind::release, Stream::compute, Phase::backward, st_.micro, layer_of(ready));
+    Op r = make_op(OpKind::release, Purpose::release_grads, Stream::compute, Phase::backward, st_.micro,
+                   layer_of(ready));
     for (size_t p : ready) r.mem_delta[0] -= cx_.lp * cx_.params[p].numel;
     set_range(r, TensorKind::lp_grad, ready);
     r.deps.push_back(c);
@@ -305,14 +308,19 @@ class MicroStep {
     return cx_.stage <= 2 && !cx_.s.zero.reduce_scatter ? OpKind::allreduce : OpKind::reduce_scatter;
   }
 
+  Purpose reduce_purpose() const {
+    return reduce_kind() == OpKind::allreduce ? Purpose::allreduce_grads : Purpose::reduce_grads;
+  }
+
   int64_t comm_bytes_per_elem() const {
     return cx_.s.communication_data_type ? bytes_per_element(*cx_.s.communication_data_type) : cx_.lp;
   }
 
-  uint32_t transfer(OpKind k, const std::vector<size_t>& ps, TensorKind tk, int64_t bytes, std::vector<uint32_t> deps) {
+  uint32_t transfer(OpKind k, Purpose why, const std::vector<size_t>& ps, TensorKind tk, int64_t bytes,
+                    std::vector<uint32_t> deps) {
     Stream sm = k == OpKind::h2d ? Stream::h2d : k == OpKind::d2h ? Stream::d2h
                 : k == OpKind::nvme_write ? Stream::nvme_write : Stream::nvme_read;
-    Op op = make_op(k, sm, Phase::backward, st_.micro, layer_of(ps));
+    Op op = make_op(k, why, sm, Phase::backward, st_.micro, layer_of(ps));
     op.bytes = bytes;
     set_range(op, tk, ps);
     op.deps = std::move(deps);
@@ -325,13 +333,15 @@ class MicroStep {
   // that launches the backward waits: both on the compute stream.
   uint32_t blocking_fp32_grad_copy(const std::vector<size_t>& ps, int64_t n, std::vector<uint32_t> deps) {
     if (st_.last_compute >= 0) deps.push_back(static_cast<uint32_t>(st_.last_compute));
-    Op d2h = make_op(OpKind::d2h, Stream::compute, Phase::backward, st_.micro, layer_of(ps));
+    Op d2h =
+        make_op(OpKind::d2h, Purpose::fp32_grads_to_host, Stream::compute, Phase::backward, st_.micro, layer_of(ps));
     d2h.bytes = cx_.lp * n;
     d2h.pageable_host = true;
     set_range(d2h, TensorKind::fp32_grad, ps);
     d2h.deps = std::move(deps);
     const uint32_t copied = e_.emit(std::move(d2h));
-    Op cast = make_op(OpKind::cast_cpu, Stream::compute, Phase::backward, st_.micro, layer_of(ps));
+    Op cast =
+        make_op(OpKind::cast_cpu, Purpose::cast_fp32_grads, Stream::compute, Phase::backward, st_.micro, layer_of(ps));
     cast.bytes = (cx_.lp + 4) * n;
     set_range(cast, TensorKind::fp32_grad, ps);
     cast.deps = {copied};
@@ -379,11 +389,11 @@ class MicroStep {
         // copies out and back ("ensure grad buffer is a CUDA buffer"), later micro-steps add through the GPU.
         const int64_t gb = cx_.gacc_b * n;
         if (st_.micro == 0) {
-          last = transfer(OpKind::d2h, ps, TensorKind::lp_grad, gb, {last});
-          last = transfer(OpKind::h2d, ps, TensorKind::lp_grad, gb, {last});
+          last = transfer(OpKind::d2h, Purpose::offload_grads, ps, TensorKind::lp_grad, gb, {last});
+          last = transfer(OpKind::h2d, Purpose::offload_grads, ps, TensorKind::lp_grad, gb, {last});
         } else {
-          last = transfer(OpKind::h2d, ps, TensorKind::lp_grad, gb, {last});
-          last = transfer(OpKind::d2h, ps, TensorKind::lp_grad, gb, {last});
+          last = transfer(OpKind::h2d, Purpose::offload_grads, ps, TensorKind::lp_grad, gb, {last});
+          last = transfer(OpKind::d2h, Purpose::offload_grads, ps, TensorKind::lp_grad, gb, {last});
         }
         if (st_.boundary) {
           // _offload_grad_partition_at_boundary: the fp32 cast is made on the GPU and copied to the sub-group's
@@ -394,13 +404,14 @@ class MicroStep {
             if (cx_.s.run.deepspeed_version < kPinnedOffloadSince && grp.tier == Tier::cpu)
               last = blocking_fp32_grad_copy(ps, n, d);
             else
-              last = transfer(OpKind::d2h, ps, TensorKind::fp32_grad, 4 * n, d);
+              last = transfer(OpKind::d2h, Purpose::fp32_grads_to_host, ps, TensorKind::fp32_grad, 4 * n, d);
           }
           if (grp.tier == Tier::nvme) {
             std::vector<uint32_t> d = {last};
             d.insert(d.end(), buffer_free.begin(), buffer_free.end());
             const int64_t a4 = std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / 4);
-            last = transfer(OpKind::nvme_write, ps, TensorKind::fp32_grad, 4 * align_up(n, a4), d);
+            last =
+                transfer(OpKind::nvme_write, Purpose::write_grads, ps, TensorKind::fp32_grad, 4 * align_up(n, a4), d);
           }
           mark(last);
         }
@@ -415,15 +426,15 @@ class MicroStep {
       if (cx_.stage == 2 && ga > 1) {
         // async_accumulate_grad_in_cpu_via_gpu: micro-step 0 copies the lp grads out, later ones read them back.
         if (st_.micro == 0)
-          last = transfer(OpKind::d2h, ps, TensorKind::lp_grad, cx_.lp * n, {last});
+          last = transfer(OpKind::d2h, Purpose::offload_grads, ps, TensorKind::lp_grad, cx_.lp * n, {last});
         else
-          last = transfer(OpKind::h2d, ps, TensorKind::lp_grad, cx_.lp * n, {last});
+          last = transfer(OpKind::h2d, Purpose::offload_grads, ps, TensorKind::lp_grad, cx_.lp * n, {last});
       }
       if (st_.boundary) {
         // async_inplace_copy_grad_to_fp32_buffer_from_gpu: cast to the master dtype on the GPU, then D2H.
         std::vector<uint32_t> d = {last};
         d.insert(d.end(), buffer_free.begin(), buffer_free.end());
-        last = transfer(OpKind::d2h, ps, TensorKind::fp32_grad, cx_.master_b * n, d);
+        last = transfer(OpKind::d2h, Purpose::fp32_grads_to_host, ps, TensorKind::fp32_grad, cx_.master_b * n, d);
         mark(last);
       }
     } else if (st_.boundary) {
@@ -435,7 +446,7 @@ class MicroStep {
   // __reduce_and_partition_ipg_grads (stage 3) / reduce_ipg_grads (stage 2): one reduce-scatter of the bucket.
   void flush() {
     if (bucket_.empty()) return;
-    Op rs = make_op(reduce_kind(), Stream::comm, Phase::backward, st_.micro, layer_of(bucket_));
+    Op rs = make_op(reduce_kind(), reduce_purpose(), Stream::comm, Phase::backward, st_.micro, layer_of(bucket_));
     rs.bytes = comm_bytes_per_elem() * bucket_elems_;
     rs.group_ranks = static_cast<int32_t>(cx_.world);
     set_range(rs, TensorKind::lp_grad, bucket_);
@@ -458,7 +469,7 @@ class MicroStep {
     auto emit_bucket = [&]() {
       if (b.empty()) return;
       if (cx_.stage == 1) {
-        Op rs = make_op(reduce_kind(), Stream::comm, Phase::backward, st_.micro, layer_of(b));
+        Op rs = make_op(reduce_kind(), reduce_purpose(), Stream::comm, Phase::backward, st_.micro, layer_of(b));
         rs.bytes = comm_bytes_per_elem() * elems;
         rs.group_ranks = static_cast<int32_t>(cx_.world);
         set_range(rs, TensorKind::lp_grad, b);
@@ -468,18 +479,21 @@ class MicroStep {
         st_.last_flush = deliver(b, id);
         if (cx_.schedule == Schedule::overlap) emit_overlap_ready_groups(cx_, e_, st_);
       } else {
-        Op al = make_op(OpKind::alloc, Stream::comm, Phase::backward, st_.micro, layer_of(b));
+        Op al = make_op(OpKind::alloc, Purpose::alloc_allreduce_bucket, Stream::comm, Phase::backward, st_.micro,
+                        layer_of(b));
         al.mem_delta[0] = comm_bytes_per_elem() * elems;
         al.deps.push_back(static_cast<uint32_t>(st_.last_compute));
         if (st_.last_flush >= 0) al.deps.push_back(static_cast<uint32_t>(st_.last_flush));
         const uint32_t a = e_.emit(std::move(al));
-        Op ar = make_op(OpKind::allreduce, Stream::comm, Phase::backward, st_.micro, layer_of(b));
+        Op ar = make_op(OpKind::allreduce, Purpose::allreduce_grads, Stream::comm, Phase::backward, st_.micro,
+                        layer_of(b));
         ar.bytes = comm_bytes_per_elem() * elems;
         ar.group_ranks = static_cast<int32_t>(cx_.world);
         set_range(ar, TensorKind::lp_grad, b);
         ar.deps.push_back(a);
         const uint32_t r = e_.emit(std::move(ar));
-        Op fr = make_op(OpKind::release, Stream::comm, Phase::backward, st_.micro, layer_of(b));
+        Op fr = make_op(OpKind::release, Purpose::release_allreduce_bucket, Stream::comm, Phase::backward, st_.micro,
+                        layer_of(b));
         fr.mem_delta[0] = -comm_bytes_per_elem() * elems;
         fr.deps.push_back(r);
         e_.emit(std::move(fr));

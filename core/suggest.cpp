@@ -39,12 +39,14 @@ double pressure(const MemoryReport& r) {
   return worst + static_cast<double>(r.problems.size());
 }
 
-std::vector<Candidate> candidates(const ModelSpec& m, const Hardware& hw, const Strategy& base) {
-  std::vector<Candidate> c;
+// An NVMe offload's folder when the config names none.
+void default_nvme_path(std::string& path) {
+  if (path.empty()) path = "/local_nvme";
+}
+
+// Cost 0: settings that shrink a buffer without slowing the step.
+void add_buffer_candidates(std::vector<Candidate>& c, const ModelSpec& m, const Strategy& base) {
   const auto& z = base.zero;
-  auto set_nvme_path = [](std::string& path) {
-    if (path.empty()) path = "/local_nvme";
-  };
   if (z.reduce_bucket_size > 50000000)
     c.push_back({"reduce_bucket_size " + sci(z.reduce_bucket_size) + " → 5e7", 0, [](Strategy& s) {
                    s.zero.reduce_bucket_size = 50000000;
@@ -61,24 +63,24 @@ std::vector<Candidate> candidates(const ModelSpec& m, const Hardware& hw, const 
                    return true;
                  }});
   if (z.stage == 3 && z.offload_optimizer.device == OffloadDevice::nvme && z.sub_group_size > 100000000)
-    c.push_back({"sub_group_size " + sci(z.sub_group_size) + " → 1e8 (smaller optimizer swap buffers)", 0,
-                 [](Strategy& s) {
-                   s.zero.sub_group_size = 100000000;
-                   return true;
-                 }});
+    c.push_back(
+        {"sub_group_size " + sci(z.sub_group_size) + " → 1e8 (smaller optimizer swap buffers)", 0, [](Strategy& s) {
+           s.zero.sub_group_size = 100000000;
+           return true;
+         }});
   if (z.stage == 3 && z.offload_param.device == OffloadDevice::nvme) {
     PartitionSizes ps = partition_sizes(m, base);
     // Parameters kept gathered hold their swap buffers: enough buffers for the most the replay had in use.
-    const CoordinatorReplay rep = replay_coordinator(m, module_trace(m, base.activation_checkpointing.enabled), z,
-                                                     param_swap(m, base));
+    const CoordinatorReplay rep =
+        replay_coordinator(m, module_trace(m, base.activation_checkpointing.enabled), z, param_swap(m, base));
     if (rep.swap_buffer_shortfall > 0) {
       const int64_t need = rep.peak_swap_buffers;
-      c.push_back({"offload_param.buffer_count " + std::to_string(z.offload_param.buffer_count) + " → " +
-                       std::to_string(need),
-                   0, [need](Strategy& s) {
-                     s.zero.offload_param.buffer_count = need;
-                     return true;
-                   }});
+      c.push_back(
+          {"offload_param.buffer_count " + std::to_string(z.offload_param.buffer_count) + " → " + std::to_string(need),
+           0, [need](Strategy& s) {
+             s.zero.offload_param.buffer_count = need;
+             return true;
+           }});
     }
     if (ps.largest_nvme_param_partition > z.offload_param.buffer_size) {
       int64_t need = ps.largest_nvme_param_partition;
@@ -93,16 +95,21 @@ std::vector<Candidate> candidates(const ModelSpec& m, const Hardware& hw, const 
     const auto& oo = z.offload_optimizer;
     int64_t need = (oo.pipeline_read && oo.pipeline_write) ? 12 : (oo.pipeline_read || oo.pipeline_write) ? 8 : 4;
     if (oo.buffer_count < need)
-      c.push_back({"offload_optimizer.buffer_count " + std::to_string(oo.buffer_count) + " → " + std::to_string(need), 0,
-                   [need](Strategy& s) {
+      c.push_back({"offload_optimizer.buffer_count " + std::to_string(oo.buffer_count) + " → " + std::to_string(need),
+                   0, [need](Strategy& s) {
                      s.zero.offload_optimizer.buffer_count = need;
                      return true;
                    }});
   }
+}
+
+// Costs 1-3: a smaller micro batch, activation checkpointing, a higher ZeRO stage.
+void add_batch_and_stage_candidates(std::vector<Candidate>& c, const Strategy& base) {
+  const auto& z = base.zero;
   if (base.micro_batch_per_gpu >= 2) {
     int64_t mb = base.micro_batch_per_gpu, ga = base.gradient_accumulation_steps;
-    c.push_back({"micro batch " + std::to_string(mb) + " → " + std::to_string(mb / 2) + " (gradient_accumulation_steps " +
-                     std::to_string(ga) + " → " + std::to_string(ga * 2) + ")",
+    c.push_back({"micro batch " + std::to_string(mb) + " → " + std::to_string(mb / 2) +
+                     " (gradient_accumulation_steps " + std::to_string(ga) + " → " + std::to_string(ga * 2) + ")",
                  1, [](Strategy& s) {
                    if (s.micro_batch_per_gpu % 2) return false;
                    s.micro_batch_per_gpu /= 2;
@@ -123,6 +130,11 @@ std::vector<Candidate> candidates(const ModelSpec& m, const Hardware& hw, const 
                    s.zero.overlap_comm = s.zero.stage == 3;
                    return true;
                  }});
+}
+
+// Costs 4-8: offloading the optimizer, the parameters or the checkpoints to the CPU or NVMe.
+void add_offload_candidates(std::vector<Candidate>& c, const Hardware& hw, const Strategy& base) {
+  const auto& z = base.zero;
   if (z.offload_optimizer.device == OffloadDevice::none)
     c.push_back({std::string(z.stage == 0 ? "stage 2 + " : "") + "offload_optimizer → cpu", 4, [](Strategy& s) {
                    if (s.zero.stage == 0) s.zero.stage = 2;
@@ -136,7 +148,8 @@ std::vector<Candidate> candidates(const ModelSpec& m, const Hardware& hw, const 
                    if (s.zero.stage < 3) s.zero.overlap_comm = true;
                    s.zero.stage = 3;
                    s.zero.offload_param.device = OffloadDevice::cpu;
-                   if (s.zero.offload_optimizer.device == OffloadDevice::none) s.zero.offload_optimizer.device = OffloadDevice::cpu;
+                   if (s.zero.offload_optimizer.device == OffloadDevice::none)
+                     s.zero.offload_optimizer.device = OffloadDevice::cpu;
                    return true;
                  }});
   if (base.activation_checkpointing.enabled && !base.activation_checkpointing.cpu_checkpointing)
@@ -146,42 +159,53 @@ std::vector<Candidate> candidates(const ModelSpec& m, const Hardware& hw, const 
                  }});
   if (hw.nvme.drives > 0) {
     if (z.offload_optimizer.device != OffloadDevice::nvme)
-      c.push_back({std::string(z.stage < 3 ? "stage 3 + " : "") + "offload_optimizer → nvme", 7,
-                   [set_nvme_path](Strategy& s) {
+      c.push_back({std::string(z.stage < 3 ? "stage 3 + " : "") + "offload_optimizer → nvme", 7, [](Strategy& s) {
                      if (s.zero.stage < 3) s.zero.overlap_comm = true;
                      s.zero.stage = 3;
                      s.zero.offload_optimizer.device = OffloadDevice::nvme;
-                     set_nvme_path(s.zero.offload_optimizer.nvme_path);
+                     default_nvme_path(s.zero.offload_optimizer.nvme_path);
                      return true;
                    }});
     if (z.offload_param.device != OffloadDevice::nvme)
-      c.push_back({std::string(z.stage < 3 ? "stage 3 + " : "") + "offload_param → nvme", 8,
-                   [set_nvme_path](Strategy& s) {
+      c.push_back({std::string(z.stage < 3 ? "stage 3 + " : "") + "offload_param → nvme", 8, [](Strategy& s) {
                      if (s.zero.stage < 3) s.zero.overlap_comm = true;
                      s.zero.stage = 3;
                      s.zero.offload_param.device = OffloadDevice::nvme;
-                     set_nvme_path(s.zero.offload_param.nvme_path);
+                     default_nvme_path(s.zero.offload_param.nvme_path);
                      if (s.zero.offload_optimizer.device == OffloadDevice::none)
                        s.zero.offload_optimizer.device = OffloadDevice::cpu;
                      return true;
                    }});
   }
+}
+
+// Costs 9-10: more GPUs (every GPU of a node, twice the nodes).
+void add_scale_out_candidates(std::vector<Candidate>& c, const Hardware& hw, const Strategy& base) {
+  const auto& z = base.zero;
   if (base.run.gpus_per_node < hw.gpus_per_node)
-    c.push_back({"use all " + std::to_string(hw.gpus_per_node) + " GPUs per node (--gpus-per-node)", 9,
-                 [&hw](Strategy& s) {
-                   int64_t old_world = s.world();
-                   s.run.gpus_per_node = hw.gpus_per_node;
-                   s.train_batch_size = s.train_batch_size / old_world * s.world();
-                   return true;
-                 }});
+    c.push_back(
+        {"use all " + std::to_string(hw.gpus_per_node) + " GPUs per node (--gpus-per-node)", 9, [&hw](Strategy& s) {
+           int64_t old_world = s.world();
+           s.run.gpus_per_node = hw.gpus_per_node;
+           s.train_batch_size = s.train_batch_size / old_world * s.world();
+           return true;
+         }});
   if (z.stage >= 1)
-    c.push_back({"nodes " + std::to_string(base.run.nodes) + " → " + std::to_string(base.run.nodes * 2) +
-                     " (--nodes)",
+    c.push_back({"nodes " + std::to_string(base.run.nodes) + " → " + std::to_string(base.run.nodes * 2) + " (--nodes)",
                  10, [](Strategy& s) {
                    s.run.nodes *= 2;
                    s.train_batch_size *= 2;
                    return true;
                  }});
+}
+
+// Every single change that applies to `base`, in order of cost_rank (the expected slowdown).
+std::vector<Candidate> candidates(const ModelSpec& m, const Hardware& hw, const Strategy& base) {
+  std::vector<Candidate> c;
+  add_buffer_candidates(c, m, base);
+  add_batch_and_stage_candidates(c, base);
+  add_offload_candidates(c, hw, base);
+  add_scale_out_candidates(c, hw, base);
   return c;
 }
 

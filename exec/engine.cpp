@@ -166,7 +166,7 @@ Status Engine::Impl::compute_scalars(Scalars& sc) {
 Result<std::shared_ptr<Buffer>> Engine::Impl::ensure_act(int64_t idx, int64_t bytes, const std::string& name) {
   auto it = acts.find(idx);
   if (it != acts.end()) return it->second;
-  const bool on_cpu = idx >= 2 * L + 2 && idx < 3 * L + 2;  // CPU checkpoints
+  const bool on_cpu = idx >= slot_checkpoint_cpu(0) && idx < slot_forward_scratch(0);  // CPU checkpoints
   auto b = on_cpu ? alloc_cpu(bytes, true, name) : alloc_gpu(bytes, name);
   if (!b) return b.error();
   auto sp = std::make_shared<Buffer>(std::move(*b));
@@ -311,10 +311,30 @@ Engine::~Engine() {
   for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
 }
 
+core::Plan engine_plan(const core::ModelSpec& m, const core::Hardware& hw, const core::Strategy& s,
+                       core::Schedule schedule) {
+  core::PlanOptions po;
+  po.schedule = schedule;
+  po.memory = engine_memory_options();
+  return core::make_plan(m, hw, s, po);
+}
+
 Result<std::unique_ptr<Engine>> Engine::create(const core::ModelSpec& m, const core::Hardware& hw,
                                                const core::Strategy& s, Device& dev, Communicator& comm,
                                                const EngineOptions& o) {
+  return create(m, hw, s, engine_plan(m, hw, s, o.schedule), dev, comm, o);
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(const core::ModelSpec& m, const core::Hardware& hw,
+                                               const core::Strategy& s, core::Plan plan, Device& dev,
+                                               Communicator& comm, const EngineOptions& o) {
+  if (plan.schedule != o.schedule)
+    return internal("the plan's schedule is " + core::to_string(plan.schedule) + ", the engine's " +
+                    core::to_string(o.schedule));
+  if (plan.overhead_bytes != std::array<int64_t, 3>{})
+    return internal("the plan counts framework overheads: make it with engine_plan (engine_memory_options)");
   auto impl = std::make_unique<Impl>();
+  impl->plan = std::move(plan);
   impl->m = m;
   impl->hw = hw;
   impl->s = s;

@@ -46,6 +46,9 @@ struct EngineOptions {
 // process), which the Plan adds for PyTorch but this engine does not have, so what it measures is what it
 // allocated.
 core::MemoryOptions engine_memory_options();
+// The Plan the engine executes: make_plan with engine_memory_options().
+core::Plan engine_plan(const core::ModelSpec& m, const core::Hardware& hw, const core::Strategy& s,
+                       core::Schedule schedule);
 
 struct StepResult {
   int64_t step = 0;       // optimizer steps taken before this one (0-based index of this step)
@@ -72,6 +75,11 @@ class Engine {
   // Builds the Plan and refuses it when infeasible (ErrorKind::bad_input, fit's reason) or when the engine does
   // not support something in it (ErrorKind::unsupported) — both before any allocation. Then allocates the static
   // memory, initialises the parameters (seeded), and writes NVMe-resident states to their swap files.
+  // The Plan is the caller's (made by engine_plan, as `zerosim train` shows it); its schedule must be o.schedule.
+  static core::Result<std::unique_ptr<Engine>> create(const core::ModelSpec& m, const core::Hardware& hw,
+                                                      const core::Strategy& s, core::Plan plan, Device& dev,
+                                                      Communicator& comm, const EngineOptions& o = {});
+  // The same with the Plan made here (engine_plan(m, hw, s, o.schedule)).
   static core::Result<std::unique_ptr<Engine>> create(const core::ModelSpec& m, const core::Hardware& hw,
                                                       const core::Strategy& s, Device& dev, Communicator& comm,
                                                       const EngineOptions& o = {});

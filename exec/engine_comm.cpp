@@ -10,8 +10,6 @@
 
 namespace zs::exec {
 
-using core::OpKind;
-using core::Phase;
 using core::Result;
 using core::TensorKind;
 
@@ -25,97 +23,28 @@ struct Padded {  // a persistent parameter's full copy and its partition
 };
 }  // namespace
 
-Status Engine::Impl::op_allgather(const core::Op& op) {
+// ZeRO-3 fetch: a module's partitions → its full parameters (offloaded ones were copied in by upload_params).
+Status Engine::Impl::gather_params(const core::Op& op) {
   std::vector<uint64_t> reads, writes;
   Keep keep;
-  struct Copy {
-    void* dst;
-    const void* src;
-    int64_t bytes;
-  };
-  std::vector<Copy> copies;
+  std::vector<DeviceCopy> copies;
   std::vector<std::pair<void*, int64_t>> gathers;  // full buffer, elements per rank
-  if (op.phase != Phase::optimizer) {              // ZeRO-3 fetch: partitions → full parameters
-    auto [a, b] = param_range(op);
-    for (size_t p = a; p < b; ++p) {
-      ParamRt& r = params[p];
-      if (r.persistent) continue;
-      if (!r.gathered) {  // world · part elements: the all-gather fills every rank's padded slice
-        auto buf = alloc_gpu(lp * world * r.part, "gathered params");
-        if (!buf) return buf.error();
-        r.gathered = std::make_shared<Buffer>(std::move(*buf));
-      }
-      keep.push_back(r.gathered);
-      writes.push_back(rid(Res::gathered, static_cast<int64_t>(p)));
-      if (r.lp_home == Tier::gpu) {
-        copies.push_back({bytes_of(r.gathered->data()) + r.part_start * lp, r.lp_part, r.part * lp});
-        reads.push_back(rid(Res::lp, static_cast<int64_t>(p)));
-      }
-      gathers.push_back({r.gathered->data(), r.part});
+  auto [a, b] = param_range(op);
+  for (size_t p = a; p < b; ++p) {
+    ParamRt& r = params[p];
+    if (r.persistent) continue;
+    if (!r.gathered) {  // world · part elements: the all-gather fills every rank's padded slice
+      auto buf = alloc_gpu(lp * world * r.part, "gathered params");
+      if (!buf) return buf.error();
+      r.gathered = std::make_shared<Buffer>(std::move(*buf));
     }
-  } else if (op.tensor < 0) {  // ZeRO-3 _post_step: persistent parameters from their updated partitions
-    // The full copy holds numel elements, the gather world · part: through a padded staging buffer on the device
-    // (persistent parameters are small by definition); one rank copies its partition into place.
-    std::vector<Padded> padded;
-    int64_t most = 0;
-    for (size_t p = 0; p < params.size(); ++p) {
-      ParamRt& r = params[p];
-      if (!r.persistent || !r.lp_part) continue;
-      writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
-      padded.push_back({r.lp_full, r.lp_part, r.numel, r.part});
-      most = std::max(most, world * r.part * lp);
+    keep.push_back(r.gathered);
+    writes.push_back(rid(Res::gathered, static_cast<int64_t>(p)));
+    if (r.lp_home == Tier::gpu) {
+      copies.push_back({bytes_of(r.gathered->data()) + r.part_start * lp, r.lp_part, r.part * lp});
+      reads.push_back(rid(Res::lp, static_cast<int64_t>(p)));
     }
-    std::shared_ptr<Buffer> tmp;
-    if (world > 1 && most > 0) {
-      auto b = alloc_gpu(most, "persistent params all-gather staging");
-      if (!b) return b.error();
-      tmp = std::make_shared<Buffer>(std::move(*b));
-      extra("persistent params all-gather staging (world x the largest persistent partition)", most);
-      tmp->release_accounting();  // stream-ordered free: held by the work below
-    }
-    const DType d = dt;
-    Communicator* cm = comm;
-    const std::string name = "allgather persistent params (op " + std::to_string(op.id) + ")";
-    launch(op, reads, writes, [this, padded, tmp, d, cm, name](void* st) -> Status {
-      const int64_t e = dtype_bytes(d), W = cm->world(), R = cm->rank();
-      for (const auto& x : padded) {
-        if (W == 1) {
-          ZS_TRY(K->copy(x.full, x.part_src, x.numel * e, st));
-          continue;
-        }
-        auto* t = tmp->as<unsigned char>();
-        ZS_TRY(K->zero(t, W * x.part * e, st));
-        ZS_TRY(K->copy(t + R * x.part * e, x.part_src, x.part * e, st));
-        ZS_TRY(cm->all_gather(t, t + R * x.part * e, x.part, d, {.op_name = name, .stream = st}));
-        ZS_TRY(K->copy(x.full, t, x.numel * e, st));
-      }
-      return Status{};
-    });
-    return {};
-  } else {  // stages 1-2: the updated lp partitions into every rank's full flat copy
-    auto [a, b] = param_range(op);
-    for (size_t p = a; p < b; ++p) writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
-    // The range [f0, f1) of the flat model: the whole model in world slices of S is an in-place all-gather;
-    // any other range (per-group gathers) is one broadcast from each rank that owns part of it.
-    const int64_t f0 = params[a].flat, f1 = params[b - 1].flat + params[b - 1].numel;
-    auto* base = bytes_of(params[0].lp_full);
-    const int64_t S = flat_part, W = world;
-    const bool whole = f0 == 0 && f1 == W * S;
-    const DType d = dt;
-    const int64_t e = lp;
-    Communicator* cm = comm;
-    const std::string name = "allgather lp params (op " + std::to_string(op.id) + ")";
-    launch(op, reads, writes, [base, f0, f1, S, W, whole, d, e, cm, name](void* st) -> Status {
-      if (W == 1) return Status{};
-      if (whole) return cm->all_gather(base, base + cm->rank() * S * e, S, d, {.op_name = name, .stream = st});
-      for (int64_t q = 0; q < W; ++q) {
-        const int64_t lo = std::max(f0, q * S), hi = std::min(f1, (q + 1) * S);
-        if (hi > lo)
-          ZS_TRY(cm->broadcast(base + lo * e, (hi - lo) * e, static_cast<int>(q), {.op_name = name, .stream = st}));
-      }
-      return Status{};
-    });
-    return {};
+    gathers.push_back({r.gathered->data(), r.part});
   }
   const DType d = dt;
   Communicator* cm = comm;
@@ -125,6 +54,76 @@ Status Engine::Impl::op_allgather(const core::Op& op) {
     for (const auto& [buf, n] : gathers)
       ZS_TRY(cm->all_gather(buf, static_cast<unsigned char*>(buf) + cm->rank() * n * dtype_bytes(d), n, d,
                             {.op_name = name, .stream = st}));
+    return Status{};
+  });
+  return {};
+}
+
+// ZeRO-3 _post_step: persistent parameters from their updated partitions.
+Status Engine::Impl::gather_persistent_params(const core::Op& op) {
+  std::vector<uint64_t> reads, writes;
+  // The full copy holds numel elements, the gather world · part: through a padded staging buffer on the device
+  // (persistent parameters are small by definition); one rank copies its partition into place.
+  std::vector<Padded> padded;
+  int64_t most = 0;
+  for (size_t p = 0; p < params.size(); ++p) {
+    ParamRt& r = params[p];
+    if (!r.persistent || !r.lp_part) continue;
+    writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+    padded.push_back({r.lp_full, r.lp_part, r.numel, r.part});
+    most = std::max(most, world * r.part * lp);
+  }
+  std::shared_ptr<Buffer> tmp;
+  if (world > 1 && most > 0) {
+    auto b = alloc_gpu(most, "persistent params all-gather staging");
+    if (!b) return b.error();
+    tmp = std::make_shared<Buffer>(std::move(*b));
+    extra("persistent params all-gather staging (world x the largest persistent partition)", most);
+    tmp->release_accounting();  // stream-ordered free: held by the work below
+  }
+  const DType d = dt;
+  Communicator* cm = comm;
+  const std::string name = "allgather persistent params (op " + std::to_string(op.id) + ")";
+  launch(op, reads, writes, [this, padded, tmp, d, cm, name](void* st) -> Status {
+    const int64_t e = dtype_bytes(d), W = cm->world(), R = cm->rank();
+    for (const auto& x : padded) {
+      if (W == 1) {
+        ZS_TRY(K->copy(x.full, x.part_src, x.numel * e, st));
+        continue;
+      }
+      auto* t = tmp->as<unsigned char>();
+      ZS_TRY(K->zero(t, W * x.part * e, st));
+      ZS_TRY(K->copy(t + R * x.part * e, x.part_src, x.part * e, st));
+      ZS_TRY(cm->all_gather(t, t + R * x.part * e, x.part, d, {.op_name = name, .stream = st}));
+      ZS_TRY(K->copy(x.full, t, x.numel * e, st));
+    }
+    return Status{};
+  });
+  return {};
+}
+
+// Stages 1-2: the updated lp partitions into every rank's full flat copy.
+Status Engine::Impl::gather_updated_params(const core::Op& op) {
+  std::vector<uint64_t> reads, writes;
+  auto [a, b] = param_range(op);
+  for (size_t p = a; p < b; ++p) writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+  // The range [f0, f1) of the flat model: the whole model in world slices of S is an in-place all-gather;
+  // any other range (per-group gathers) is one broadcast from each rank that owns part of it.
+  const int64_t f0 = params[a].flat, f1 = params[b - 1].flat + params[b - 1].numel;
+  auto* base = bytes_of(params[0].lp_full);
+  const int64_t S = flat_part, W = world;
+  const bool whole = f0 == 0 && f1 == W * S;
+  const std::vector<core::FlatPiece> pieces = plan.layout.owners(f0, f1);
+  const DType d = dt;
+  const int64_t e = lp;
+  Communicator* cm = comm;
+  const std::string name = "allgather lp params (op " + std::to_string(op.id) + ")";
+  launch(op, reads, writes, [base, pieces, S, W, whole, d, e, cm, name](void* st) -> Status {
+    if (W == 1) return Status{};
+    if (whole) return cm->all_gather(base, base + cm->rank() * S * e, S, d, {.op_name = name, .stream = st});
+    for (const core::FlatPiece& q : pieces)
+      ZS_TRY(cm->broadcast(base + q.lo * e, (q.hi - q.lo) * e, static_cast<int>(q.rank),
+                           {.op_name = name, .stream = st}));
     return Status{};
   });
   return {};
@@ -202,9 +201,9 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
   }
   const int64_t elsz = lp;
   const int64_t f0 = params[a].flat, f1 = params[b - 1].flat + params[b - 1].numel;
-  const int64_t S = flat_part, W = world;
+  const std::vector<core::FlatPiece> pieces = stage < 3 ? plan.layout.owners(f0, f1) : std::vector<core::FlatPiece>{};
   const int st = stage;
-  launch(op, reads, writes, [this, items, keep, d, cm, name, elsz, region, f0, f1, S, W, st](void* sm) -> Status {
+  launch(op, reads, writes, [this, items, keep, d, cm, name, elsz, region, f0, pieces, st](void* sm) -> Status {
     for (const auto& it : items) {
       if (it.fill) ZS_TRY(K->copy(it.grad, it.fill, it.r->numel * elsz, sm));
       if (it.pad > 0) ZS_TRY(K->zero(bytes_of(it.grad) + it.r->numel * elsz, it.pad * elsz, sm));
@@ -214,13 +213,10 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
         ZS_TRY(cm->reduce_scatter(it.piece, it.grad, it.r->part, d, ReduceOp::avg, {.op_name = name, .stream = sm}));
     } else {
       // Stages 1-2 (DeepSpeed's average_tensor): the region's elements owned by each rank's flat partition
-      // [q·S, (q+1)·S) are reduced to that rank.
-      for (int64_t q = 0; q < W; ++q) {
-        const int64_t lo = std::max(f0, q * S), hi = std::min(f1, (q + 1) * S);
-        if (hi <= lo) continue;
-        ZS_TRY(cm->reduce(bytes_of(region) + (lo - f0) * elsz, hi - lo, d, ReduceOp::avg, static_cast<int>(q),
-                          {.op_name = name, .stream = sm}));
-      }
+      // are reduced to that rank.
+      for (const core::FlatPiece& q : pieces)
+        ZS_TRY(cm->reduce(bytes_of(region) + (q.lo - f0) * elsz, q.hi - q.lo, d, ReduceOp::avg,
+                          static_cast<int>(q.rank), {.op_name = name, .stream = sm}));
     }
     for (const auto& it : items) {
       const void* src = it.piece;
@@ -235,13 +231,15 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
   return {};
 }
 
-Status Engine::Impl::op_allreduce(const core::Op& op) {
-  if (op.tensor < 0) {  // the global gradient norm (and fp16 overflow flag)
-    norm_issued = true;
-    issue(op, {}, {rid(Res::scalars, 0)}, [this]() -> Status { return compute_scalars(cur); });
-    return {};
-  }
-  // Stage 0 at the GA boundary: flatten a bucket of gradients, all-reduce, unflatten (buffered_allreduce_fallback).
+// The global gradient norm (and fp16 overflow flag).
+Status Engine::Impl::grad_norm(const core::Op& op) {
+  norm_issued = true;
+  issue(op, {}, {rid(Res::scalars, 0)}, [this]() -> Status { return compute_scalars(cur); });
+  return {};
+}
+
+// Stage 0 at the GA boundary: flatten a bucket of gradients, all-reduce, unflatten (buffered_allreduce_fallback).
+Status Engine::Impl::allreduce_grads(const core::Op& op) {
   auto [a, b] = param_range(op);
   if (!allreduce_buf) return internal("op " + std::to_string(op.id) + ": all-reduce without its bucket");
   Keep keep = {allreduce_buf};

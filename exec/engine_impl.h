@@ -27,6 +27,15 @@
 
 namespace zs::exec {
 
+class StaticItems;  // engine_setup.cpp: the memory model's items as the engine allocates them
+
+// One device copy an op's launch makes (K->copy(dst, src, bytes)).
+struct DeviceCopy {
+  void* dst;
+  const void* src;
+  int64_t bytes;
+};
+
 using core::Status;
 using core::Tier;
 
@@ -38,7 +47,7 @@ enum class Res : uint8_t {
   grad_acc,    // a parameter's accumulated gradient (lp, full or partition)
   fp32_grad,   // a parameter's fp32 gradient (its place in the group's fp32 grads)
   group,       // an optimizer group's fp32 master, m, v
-  act,         // activation arenas: layer l, L = embedding, L+1 = head, L+2+l = checkpoint of l
+  act,         // activation arenas, by slot (Engine::Impl::slot_block and the rest)
   dres,        // backward residual gradients
   bucket,      // IPG bucket k
   opt_slot,    // optimizer swap buffer slot
@@ -207,7 +216,23 @@ struct Engine::Impl {
   Buffer tokens_host, tokens_dev;
   Event tokens_ready;
   std::vector<double> micro_loss;
-  std::map<int64_t, std::shared_ptr<Buffer>> acts;  // act resource index → arena
+  std::map<int64_t, std::shared_ptr<Buffer>> acts;  // activation slot → arena
+  // Activation slots: the keys of `acts` and rid(Res::act, slot). L = layers, l a block.
+  //   [0, L)          block l's activations (its arena; a recompute's too)      slot_block(l)
+  //   L               the embedding's (GPT-2's dropout mask)                     slot_embedding()
+  //   L + 1           the head's and the loss's                                  slot_head()
+  //   [L+2, 2L+2)     block l's input checkpoint on the GPU                      slot_checkpoint_gpu(l)
+  //   [2L+2, 3L+2)    the same checkpoint in pinned host memory                  slot_checkpoint_cpu(l)
+  //   [3L+2, 4L+2)    a checkpointed block's forward scratch                     slot_forward_scratch(l)
+  //   4L + 2          the last block's output until the head's arena exists      slot_head_input()
+  // Slots 0 .. L+1 are the Plan's activation_slot of the activation tensors (act_layer).
+  int64_t slot_block(int64_t l) const { return l; }
+  int64_t slot_embedding() const { return L; }
+  int64_t slot_head() const { return L + 1; }
+  int64_t slot_checkpoint_gpu(int64_t l) const { return L + 2 + l; }
+  int64_t slot_checkpoint_cpu(int64_t l) const { return 2 * L + 2 + l; }
+  int64_t slot_forward_scratch(int64_t l) const { return 3 * L + 2 + l; }
+  int64_t slot_head_input() const { return 4 * L + 2; }
   std::array<std::shared_ptr<Buffer>, 2> dres{};
   std::shared_ptr<Buffer> transient_fp32;  // stage 3 GPU Adam: a group's fp32 grads
   std::shared_ptr<Buffer> allreduce_buf;   // stage 0: the bucket of the running all-reduce
@@ -238,7 +263,16 @@ struct Engine::Impl {
 
   // engine.cpp
   Status setup();
-  Status allocate_static();
+  Status check_supported();
+  Status build_model();
+  Status place_params();  // ParamRt and GroupRt from the Plan's layout
+  void make_optimizer();
+  Status map_compute_ops();
+  Status map_buckets_and_runs();
+  Status allocate_static();  // the memory model's steady-state items (engine_setup.cpp)
+  Status allocate_host_scalars();
+  Status allocate_gpu_static(StaticItems& items);
+  Status allocate_cpu_static(StaticItems& items);
   Status init_params();
   Status init_states();
   Result<StepResult> step(DataLoader& data);
@@ -280,15 +314,36 @@ struct Engine::Impl {
   // Elements a parameter's gradient takes in an IPG bucket: stage 3 pads it to world · part for the reduce-scatter.
   int64_t bucket_numel(const ParamRt& r) const { return stage == 3 ? world * r.part : r.numel; }
 
-  // engine_ops.cpp
+  // engine_ops.cpp: run_op dispatches on op.purpose (core::Purpose), one handler each.
   Status run_op(const core::Op& op);
   Status op_compute(const core::Op& op);
-  Status op_release(const core::Op& op);
-  Status op_alloc(const core::Op& op);
-  Status op_allgather(const core::Op& op);
-  Status op_reduce(const core::Op& op);
-  Status op_allreduce(const core::Op& op);
-  Status op_transfer(const core::Op& op);
+  Status release_activations(const core::Op& op);
+  Status release_params(const core::Op& op);  // ZeRO-3 release_sub_module
+  Status release_grads(const core::Op& op);   // completed gradients into the IPG bucket, their buffers freed
+  Status alloc_allreduce_bucket(const core::Op& op);
+  Status release_allreduce_bucket(const core::Op& op);
+  Status alloc_fp32_grads(const core::Op& op);  // stage 3 GPU Adam: a group's transient fp32 gradients
+  Status release_fp32_grads(const core::Op& op);
+  // engine_comm.cpp
+  Status gather_params(const core::Op& op);             // ZeRO-3 fetch: partitions → gathered copies
+  Status gather_persistent_params(const core::Op& op);  // ZeRO-3 _post_step
+  Status gather_updated_params(const core::Op& op);     // stages 1-2: the updated flat partitions
+  Status op_reduce(const core::Op& op);                 // reduce_grads
+  Status allreduce_grads(const core::Op& op);           // a bucket: stage 0's buffered all-reduce
+  Status grad_norm(const core::Op& op);
+  // engine_transfer.cpp
+  Status checkpoint_to_host(const core::Op& op);
+  Status checkpoint_from_host(const core::Op& op);
+  Status read_params_from_nvme(const core::Op& op);  // stage 3 fetch: NVMe → parameter swap buffer
+  Status fetch_params_to_gpu(const core::Op& op);    // stage 3 fetch: host partition → gathered copy
+  Status move_grad_partitions(const core::Op& op);   // lp gradients between a bucket and host memory
+  Status write_grad_run(const core::Op& op);         // an NVMe group's staged fp32 gradients to their file
+  Status fp32_grads_to_host(const core::Op& op);     // the boundary's gradients, cast to fp32 on the way
+  Status swap_in_state(const core::Op& op);   // one of a group's master, m, v, fp32 gradients
+  Status swap_out_state(const core::Op& op);
+  Status upload_updated_params(const core::Op& op);
+  Status updated_params_to_host(const core::Op& op);
+  Status write_updated_params_to_nvme(const core::Op& op);
   Status op_adam(const core::Op& op);
   Status op_cast(const core::Op& op);
   Status finish_overlap();
@@ -298,6 +353,14 @@ struct Engine::Impl {
   core::TensorKind kind_of(const core::Op& op) const;
   std::pair<size_t, size_t> param_range(const core::Op& op) const;
   std::pair<size_t, size_t> group_range(const core::Op& op) const;  // groups covered by an optimizer op
+  Result<size_t> one_group(const core::Op& op) const;               // the one group an optimizer transfer covers
+  struct StateSwap {
+    size_t group = 0;
+    int slot = 0;  // GroupRt::slot index: master, m, v, fp32 gradients
+    std::string file;
+    int64_t bytes = 0;
+  };
+  Result<StateSwap> state_swap(const core::Op& op) const;
   int64_t act_layer(const core::Op& op) const;  // activation tensor → layer, L (embedding), L+1 (head)
   const void* lp_full_ptr(size_t p) const;
   Result<std::shared_ptr<Buffer>> ensure_act(int64_t idx, int64_t bytes, const std::string& name);

@@ -51,16 +51,25 @@ void Engine::Impl::host_scale(float* x, float mul, int64_t n) {
   host_parallel(n, [x, mul, k](int64_t lo, int64_t hi) { scale_f32(k, x + lo, mul, hi - lo); });
 }
 
-Status Engine::Impl::op_adam(const core::Op& op) {
-  auto [g0, g1] = group_range(op);
-  if (g1 != g0 + 1) return internal("op " + std::to_string(op.id) + ": Adam over several groups");
-  GroupRt& g = groups[g0];
-  const bool prologue = o.schedule == core::Schedule::dpu && !seen_compute;
-  const bool speculative = o.schedule == core::Schedule::overlap && !norm_issued && g.tier != Tier::gpu;
-  std::vector<uint64_t> reads, writes = {rid(Res::group, static_cast<int64_t>(g0))};
+namespace {
+
+// What one Adam op updates and reads: its group's master, fp32 gradients and states (static homes, or NVMe swap
+// buffers), the transient fp32 gradients of stage 3 without offload, and the lp copies GPU Adam writes.
+struct AdamBinding {
+  std::vector<uint64_t> reads, writes;
   Keep keep;
-  if (!prologue && !speculative && stage >= 1) reads.push_back(rid(Res::scalars, 0));
-  for (size_t p = g.first; p < g.last; ++p) writes.push_back(rid(Res::fp32_grad, static_cast<int64_t>(p)));
+  AdamBuffers ab;
+  float* g32 = nullptr;
+  std::vector<std::pair<ParamRt*, float*>> from_lp;  // lp gradient → its place in the transient fp32 buffer
+  std::vector<std::pair<void*, std::pair<const float*, int64_t>>> lp_out;  // GPU lp copy ← (master, elements)
+};
+
+Result<AdamBinding> bind_adam(Engine::Impl& e, const core::Op& op, size_t g0, bool reads_scalars) {
+  GroupRt& g = e.groups[g0];
+  AdamBinding b;
+  b.writes = {rid(Res::group, static_cast<int64_t>(g0))};
+  if (reads_scalars) b.reads.push_back(rid(Res::scalars, 0));
+  for (size_t p = g.first; p < g.last; ++p) b.writes.push_back(rid(Res::fp32_grad, static_cast<int64_t>(p)));
   float* master = g.master;
   float* g32 = g.g32;
   void* m = g.m;
@@ -68,42 +77,89 @@ Status Engine::Impl::op_adam(const core::Op& op) {
   if (g.tier == Tier::nvme) {
     for (int i = 0; i < 4; ++i)
       if (g.slot[i] < 0) return internal("op " + std::to_string(op.id) + ": optimizer states not swapped in");
-    master = static_cast<float*>(opt_slots.ptr(g.slot[0]));
-    m = opt_slots.ptr(g.slot[1]);
-    v = opt_slots.ptr(g.slot[2]);
-    g32 = static_cast<float*>(opt_slots.ptr(g.slot[3]));
-    for (int i = 0; i < 4; ++i) writes.push_back(rid(Res::opt_slot, g.slot[i]));
+    master = static_cast<float*>(e.opt_slots.ptr(g.slot[0]));
+    m = e.opt_slots.ptr(g.slot[1]);
+    v = e.opt_slots.ptr(g.slot[2]);
+    g32 = static_cast<float*>(e.opt_slots.ptr(g.slot[3]));
+    for (int i = 0; i < 4; ++i) b.writes.push_back(rid(Res::opt_slot, g.slot[i]));
   }
   // Stage 3 without offload: this group's fp32 gradients are formed for the step in a transient buffer.
-  std::vector<std::pair<ParamRt*, float*>> from_lp;
-  if (op.kind == OpKind::adam_gpu && stage == 3 && !opt_offload) {
-    if (!transient_fp32) return internal("GPU Adam without its fp32 gradient buffer");
-    keep.push_back(transient_fp32);
-    g32 = transient_fp32->as<float>();
+  if (op.kind == OpKind::adam_gpu && e.stage == 3 && !e.opt_offload) {
+    if (!e.transient_fp32) return internal("GPU Adam without its fp32 gradient buffer");
+    b.keep.push_back(e.transient_fp32);
+    g32 = e.transient_fp32->as<float>();
     for (size_t p = g.first; p < g.last; ++p) {
-      from_lp.push_back({&params[p], g32 + params[p].group_offset});
-      reads.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
+      b.from_lp.push_back({&e.params[p], g32 + e.params[p].group_offset});
+      b.reads.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
     }
   }
   // GPU Adam's fused lp update: the GPU-resident lp copies.
-  std::vector<std::pair<void*, std::pair<const float*, int64_t>>> lp_out;
-  const ParamRt& p0 = params[g.first];
+  const ParamRt& p0 = e.params[g.first];
   const bool master_is_lp = static_cast<void*>(master) == (p0.lp_full ? p0.lp_full : p0.lp_part);  // fp32, stage 0
   if (op.kind == OpKind::adam_gpu && !master_is_lp) {
     for (size_t p = g.first; p < g.last; ++p) {
-      ParamRt& r = params[p];
-      void* dst = stage < 3 ? bytes_of(r.lp_full) + r.part_start * lp : (r.lp_home == Tier::gpu ? r.lp_part : nullptr);
+      ParamRt& r = e.params[p];
+      void* dst =
+          e.stage < 3 ? bytes_of(r.lp_full) + r.part_start * e.lp : (r.lp_home == Tier::gpu ? r.lp_part : nullptr);
       if (!dst) continue;
-      lp_out.push_back({dst, {master + r.group_offset, r.part}});
-      writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
+      b.lp_out.push_back({dst, {master + r.group_offset, r.part}});
+      b.writes.push_back(rid(Res::lp, static_cast<int64_t>(p)));
     }
   }
+  b.g32 = g32;
+  b.ab.params = master;
+  b.ab.grads = g32;
+  b.ab.grad_dtype = GradDtype::fp32;
+  b.ab.exp_avg = m;
+  b.ab.exp_avg_sq = v;
+  b.ab.state_dtype = e.s.bf16.bf16_optimizer_states ? StateDtype::bf16 : StateDtype::fp32;
+  b.ab.n = g.elements;
+  return b;
+}
+
+// The step's scalars for an update, or null when there is nothing to apply (dpu's first step, an overflow).
+// Called when the update runs: the norm it needs is known by then.
+struct UpdateScalars {
+  Engine::Impl* e;
+  bool prologue, speculative;
+  Result<const Scalars*> operator()() const {
+    static const Scalars spec = [] {
+      Scalars s;
+      s.ready = true;
+      s.multiplier = 1.0f;
+      return s;
+    }();
+    if (prologue && !e->pending_grads) return static_cast<const Scalars*>(nullptr);  // dpu's first step: no gradients
+    if (!prologue && !speculative) ZS_TRY(e->compute_scalars(e->cur));
+    const Scalars* sc = prologue ? &e->pending : speculative ? &spec : &e->cur;
+    return sc->overflow ? nullptr : sc;
+  }
+};
+
+}  // namespace
+
+Status Engine::Impl::op_adam(const core::Op& op) {
+  auto [g0, g1] = group_range(op);
+  if (g1 != g0 + 1) return internal("op " + std::to_string(op.id) + ": Adam over several groups");
+  GroupRt& g = groups[g0];
+  const bool prologue = o.schedule == core::Schedule::dpu && !seen_compute;
+  const bool speculative = o.schedule == core::Schedule::overlap && !norm_issued && g.tier != Tier::gpu;
+  auto bound = bind_adam(*this, op, g0, !prologue && !speculative && stage >= 1);
+  if (!bound) return bound.error();
+  AdamBinding& b = *bound;
+  const std::vector<uint64_t>& reads = b.reads;
+  const std::vector<uint64_t>& writes = b.writes;
+  Keep& keep = b.keep;
+  const AdamBuffers& ab = b.ab;
+  float* const g32 = b.g32;
+  const auto& from_lp = b.from_lp;
+  const auto& lp_out = b.lp_out;
   const bool snapshot = speculative && s.gradient_clipping > 0;
   const int64_t state_b = s.bf16.bf16_optimizer_states ? 2 : 4;
   if (snapshot) {
-    auto b = alloc_cpu((4 + 2 * state_b) * g.elements, false, "overlap speculation snapshot");
-    if (!b) return b.error();
-    g.snapshot = std::make_shared<Buffer>(std::move(*b));
+    auto buf = alloc_cpu((4 + 2 * state_b) * g.elements, false, "overlap speculation snapshot");
+    if (!buf) return buf.error();
+    g.snapshot = std::make_shared<Buffer>(std::move(*buf));
     extra("overlap speculation snapshot (fp32 master, m, v of the groups updated before the norm)",
           cpu_acct.by_name()["overlap speculation snapshot"]);
     keep.push_back(g.snapshot);
@@ -115,30 +171,8 @@ Status Engine::Impl::op_adam(const core::Op& op) {
   if (on_cpu == (op.kind == OpKind::adam_gpu))
     return internal("op " + std::to_string(op.id) + ": " + core::to_string(op.kind) + " on a group at home on " +
                     core::to_string(g.tier));
-  const int64_t n = g.elements;
-  const StateDtype sd = state_b == 2 ? StateDtype::bf16 : StateDtype::fp32;
   auto snap = g.snapshot;
-  // The step's scalars for this update, or null when there is nothing to apply (dpu's first step, an overflow).
-  auto scalars = [this, prologue, speculative]() -> Result<const Scalars*> {
-    static const Scalars spec = [] {
-      Scalars s;
-      s.ready = true;
-      s.multiplier = 1.0f;
-      return s;
-    }();
-    if (prologue && !pending_grads) return static_cast<const Scalars*>(nullptr);  // dpu's first step: no gradients
-    if (!prologue && !speculative) ZS_TRY(compute_scalars(cur));
-    const Scalars* sc = prologue ? &pending : speculative ? &spec : &cur;
-    return sc->overflow ? nullptr : sc;
-  };
-  AdamBuffers ab;
-  ab.params = master;
-  ab.grads = g32;
-  ab.grad_dtype = GradDtype::fp32;
-  ab.exp_avg = m;
-  ab.exp_avg_sq = v;
-  ab.state_dtype = sd;
-  ab.n = n;
+  const UpdateScalars scalars{this, prologue, speculative};
   if (!on_cpu) {
     // GPU Adam: device work. Its launch reads the step's scalars, which the norm (or, at stage 0, the gradients'
     // norm² shares the device wrote) decides: launched once everything it waits for has run.

@@ -12,14 +12,15 @@ b="$root/build-gpu-bundle"
 jobs="$(nproc 2>/dev/null || echo 2)"
 cmake -S "$root" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DZEROSIM_WITH_GUI=OFF -DZEROSIM_WITH_QT=OFF \
   -DZEROSIM_WITH_BENCH=ON >/dev/null
-cmake --build "$b" -j "$jobs" --target zerosim zerosim-sim zerosim-cuda test_exec_cuda bench_cuda_kernels
+cmake --build "$b" -j "$jobs" --target zerosim zerosim-sim zerosim-cuda test_exec_cuda test_probe_cuda \
+  bench_cuda_kernels
 [ -x "$b/bin/test_exec_cuda" ] || { echo "gpu-bundle: no CUDA in this build (nvcc not found?)" >&2; exit 2; }
 
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 d="$stage/gpu-bundle"
 mkdir -p "$d/bin" "$d/lib/compat"
-for f in zerosim zerosim-sim.so zerosim-cuda.so test_exec_cuda bench_cuda_kernels; do
+for f in zerosim zerosim-sim.so zerosim-cuda.so test_exec_cuda test_probe_cuda bench_cuda_kernels; do
   cp "$b/bin/$f" "$d/bin/"
   strip --strip-unneeded "$d/bin/$f"
 done

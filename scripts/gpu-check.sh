@@ -65,7 +65,7 @@ if [ -f "$root/.gpu-bundle.tar.xz" ]; then
     echo "zerosim does not start with the image's libraries: $(head -3 /tmp/zs-gpu/report.err)"
     export LD_LIBRARY_PATH="/tmp/zs-gpu/gpu-bundle/lib/compat:$LD_LIBRARY_PATH"
   fi
-  for f in zerosim test_exec_cuda bench_cuda_kernels; do
+  for f in zerosim test_exec_cuda test_probe_cuda bench_cuda_kernels; do
     missing=$(ldd "$bin/$f" | grep "not found")
     [ -n "$missing" ] && echo "$f: $missing"
   done
@@ -75,8 +75,8 @@ else
     echo "setup failed: the build below says what is missing"
   step "configure (Release)" 60 cmake -S "$root" -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DZEROSIM_WITH_QT=OFF -DZEROSIM_WITH_GUI=OFF &&
-    step "build (-j$(nproc))" 240 cmake --build "$bdir" -j "$(nproc)" --target test_exec_cuda bench_cuda_kernels \
-      zerosim zerosim-sim zerosim-cuda && bin="$bdir/bin"
+    step "build (-j$(nproc))" 240 cmake --build "$bdir" -j "$(nproc)" --target test_exec_cuda test_probe_cuda \
+      bench_cuda_kernels zerosim zerosim-sim zerosim-cuda && bin="$bdir/bin"
 fi
 zs="$bin/zerosim"
 [ -n "$bin" ] && "$zs" report
@@ -96,6 +96,7 @@ elif [ -n "$bin" ]; then
     --durations yes
   # A missing rank must turn into an error at the deadline (3 s): a hang here is itself the failure.
   step "test_exec_cuda \"[nccl-timeout]\"" 30 "$bin/test_exec_cuda" "[nccl-timeout]" --durations yes
+  step "test_probe_cuda (the GPU probe, visible and [.gpu])" 30 "$bin/test_probe_cuda" "[cuda]" --durations yes
   step "bench_cuda_kernels --quick" 45 "$bin/bench_cuda_kernels" --quick
 fi
 # GPU_CHECK_ONLY_TESTS=1: the tests and the benchmark only (a short re-check after a fix).

@@ -217,8 +217,7 @@ void Executor::launch(uint32_t i) {
         in.pooled = true;
         if (pool_active_[r]++ == 0 && now - pool_idle_since_[r] > cost_.stream_spin_s)
           pool_awake_at_[r] = now + cost_.cpu_pool_wake_s;
-        const double T = static_cast<double>(cost_.cpu_pool_threads);
-        t += std::min(std::max(0.0, pool_awake_at_[r] - now), t * T) * (T - 1) / T;
+        t += core::cpu_pool_wake_extra_s(cost_, t, pool_awake_at_[r] - now);
       }
       b_->exec(cpu ? topo_.cpu_host() : topo_.gpu_host(in.rank), t, new_act(ActType::op, i));
       return;

@@ -59,52 +59,55 @@ std::string gbps(double Bps) {
   return b;
 }
 
-
-}  // namespace
-
-Summary summarize(const core::Plan& plan, const SimResult& sim, const SummaryOptions& o) {
-  Summary s;
-  const core::Trace& t = sim.trace;
-  const Topology& topo = sim.topology;
-  const core::CostModel& cost = sim.cost;
-  const double step = t.step_time_s;
-  const auto L = static_cast<double>(topo.shape.local_ranks);
-  s.step_time_s = step;
-  s.peak_bytes = t.peak_bytes;
-  s.target_efficiency = o.target_efficiency;
-
+// Plan op of each trace event: index_of[op id] → position in plan.ops.
+struct OpIndex {
+  const core::Plan& plan;
   std::vector<int64_t> index_of;
-  for (size_t k = 0; k < plan.ops.size(); ++k) {
-    if (plan.ops[k].id >= index_of.size()) index_of.resize(plan.ops[k].id + 1, -1);
-    index_of[plan.ops[k].id] = static_cast<int64_t>(k);
+  explicit OpIndex(const core::Plan& p) : plan(p) {
+    for (size_t k = 0; k < plan.ops.size(); ++k) {
+      if (plan.ops[k].id >= index_of.size()) index_of.resize(plan.ops[k].id + 1, -1);
+      index_of[plan.ops[k].id] = static_cast<int64_t>(k);
+    }
   }
-  auto op_of = [&](const core::TraceEvent& e) -> const core::Op& {
-    return plan.ops[static_cast<size_t>(index_of[e.op])];
-  };
+  const core::Op& operator()(const core::TraceEvent& e) const { return plan.ops[static_cast<size_t>(index_of[e.op])]; }
+};
 
-  // Rank 0: compute intervals, category intervals, phases.
-  std::vector<const core::TraceEvent*> r0;
-  std::vector<Interval> compute;
+// Rank 0's events, its GPU compute and per-category busy intervals, and what it moved.
+struct Rank0 {
+  std::vector<const core::TraceEvent*> events;
+  std::vector<Interval> compute_m;  // merged
   std::array<std::vector<Interval>, std::size(kCategories)> cat;
   double hw_flops = 0;
-  std::array<double, std::size(kCategories)> bytes_r0{};
-  double adam_elements_r0 = 0;
+  std::array<double, std::size(kCategories)> bytes{};
+  double adam_elements = 0;
+};
+
+Rank0 rank0_activity(const core::Trace& t, const OpIndex& op_of) {
+  Rank0 r;
+  std::vector<Interval> compute;
   for (const auto& e : t.events) {
     if (e.rank != 0) continue;
-    r0.push_back(&e);
+    r.events.push_back(&e);
     if (is_gpu_compute(e.kind)) {
       compute.push_back({e.start_s, e.end_s});
-      hw_flops += e.flops;
+      r.hw_flops += e.flops;
     }
     const int c = category_of(e.kind);
-    if (c >= 0) cat[static_cast<size_t>(c)].push_back({e.start_s, e.end_s});
-    if (c >= 0) bytes_r0[static_cast<size_t>(c)] += static_cast<double>(e.bytes);
-    if (e.kind == OpKind::adam_cpu) adam_elements_r0 += static_cast<double>(op_of(e).elements);
+    if (c >= 0) r.cat[static_cast<size_t>(c)].push_back({e.start_s, e.end_s});
+    if (c >= 0) r.bytes[static_cast<size_t>(c)] += static_cast<double>(e.bytes);
+    if (e.kind == OpKind::adam_cpu) r.adam_elements += static_cast<double>(op_of(e).elements);
   }
-  const auto compute_m = merged(compute);
-  s.gpu_compute_s = length(compute_m);
+  r.compute_m = merged(compute);
+  return r;
+}
+
+// GPU compute, phases, rates and each category's exposed time, from rank 0.
+void fill_rank0_figures(Summary& s, const core::Plan& plan, const Rank0& r0, const core::CostModel& cost,
+                        const SummaryOptions& o) {
+  const double step = s.step_time_s;
+  s.gpu_compute_s = length(r0.compute_m);
   s.gpu_efficiency = step > 0 ? s.gpu_compute_s / step : 0;
-  const auto ph = core::phase_split(r0, step);
+  const auto ph = core::phase_split(r0.events, step);
   s.forward_s = ph[0];
   s.backward_s = ph[1];
   s.optimizer_s = ph[2];
@@ -112,21 +115,28 @@ Summary summarize(const core::Plan& plan, const SimResult& sim, const SummaryOpt
     s.tokens_per_s = static_cast<double>(plan.tokens_per_step) / step;
     s.samples_per_s = static_cast<double>(o.samples_per_step) / step;
     s.model_tflops_per_gpu = plan.model_flops_per_step / step / 1e12;
-    s.hardware_tflops_per_gpu = hw_flops / step / 1e12;
+    s.hardware_tflops_per_gpu = r0.hw_flops / step / 1e12;
     s.mfu = plan.model_flops_per_step / step / cost.peak_flops;
   }
   for (size_t c = 0; c < std::size(kCategories); ++c) {
-    const auto m = merged(cat[c]);
+    const auto m = merged(r0.cat[c]);
     if (m.empty()) continue;
     Exposure x;
     x.key = kCategories[c].key;
     x.label = kCategories[c].label;
     x.active_s = length(m);
-    x.exposed_s = x.active_s - overlap(m, compute_m);
+    x.exposed_s = x.active_s - overlap(m, r0.compute_m);
     s.exposed.push_back(x);
   }
+}
 
-  // Resources of the node: link bytes over the topology's routes, executor work from the cost model.
+// Resources of the node: link bytes over the topology's routes, executor work from the cost model; and the mean
+// utilisation of each kind of resource.
+void fill_resource_use(Summary& s, const core::Plan& plan, const SimResult& sim, const OpIndex& op_of) {
+  const core::Trace& t = sim.trace;
+  const Topology& topo = sim.topology;
+  const core::CostModel& cost = sim.cost;
+  const double step = t.step_time_s;
   std::vector<double> res_bytes(topo.resources.size(), 0), res_busy(topo.resources.size(), 0);
   for (const auto& e : t.events) {
     const core::Op& op = op_of(e);
@@ -186,9 +196,12 @@ Summary summarize(const core::Plan& plan, const SimResult& sim, const SummaryOpt
       it->second.first += u.utilization, it->second.second += 1;
   }
   for (const auto& [k, v] : by_kind) s.utilization.push_back({k, v.first / v.second});
+}
 
-  // Bottleneck: the largest share of the step among GPU compute and each exposed category. One sentence names
-  // the leader and every other share above 1%, so the words change with the shares, not at a threshold.
+// Bottleneck: the largest share of the step among GPU compute and each exposed category. One sentence names
+// the leader and every other share above 1%, so the words change with the shares, not at a threshold.
+void fill_bottleneck(Summary& s) {
+  const double step = s.step_time_s;
   std::vector<const Exposure*> order;
   for (const auto& x : s.exposed)
     if (x.exposed_s > 0) order.push_back(&x);
@@ -196,23 +209,25 @@ Summary summarize(const core::Plan& plan, const SimResult& sim, const SummaryOpt
   if (step <= 0) {
     s.bottleneck_key = "none";
     s.bottleneck = "nothing to simulate";
-  } else {
-    const bool compute_leads = order.empty() || s.gpu_compute_s >= order[0]->exposed_s;
-    std::vector<std::string> rest;
-    if (compute_leads) {
-      s.bottleneck_key = "gpu_compute";
-      s.bottleneck = "GPU compute: " + pct(s.gpu_efficiency) + " of the step (MFU " + pct(s.mfu) + ")";
-    } else {
-      s.bottleneck_key = order[0]->key;
-      s.bottleneck = order[0]->label + ": " + pct(order[0]->exposed_s / step) + " of the step, exposed (GPU computes " +
-                     pct(s.gpu_efficiency) + ")";
-    }
-    for (size_t i = compute_leads ? 0 : 1; i < order.size() && rest.size() < 3; ++i)
-      if (order[i]->exposed_s >= 0.01 * step) rest.push_back(order[i]->label + " " + pct(order[i]->exposed_s / step));
-    const std::string lead = compute_leads ? "; exposed: " : "; also exposed: ";
-    for (size_t i = 0; i < rest.size(); ++i) s.bottleneck += (i == 0 ? lead : ", ") + rest[i];
+    return;
   }
+  const bool compute_leads = order.empty() || s.gpu_compute_s >= order[0]->exposed_s;
+  std::vector<std::string> rest;
+  if (compute_leads) {
+    s.bottleneck_key = "gpu_compute";
+    s.bottleneck = "GPU compute: " + pct(s.gpu_efficiency) + " of the step (MFU " + pct(s.mfu) + ")";
+  } else {
+    s.bottleneck_key = order[0]->key;
+    s.bottleneck = order[0]->label + ": " + pct(order[0]->exposed_s / step) + " of the step, exposed (GPU computes " +
+                   pct(s.gpu_efficiency) + ")";
+  }
+  for (size_t i = compute_leads ? 0 : 1; i < order.size() && rest.size() < 3; ++i)
+    if (order[i]->exposed_s >= 0.01 * step) rest.push_back(order[i]->label + " " + pct(order[i]->exposed_s / step));
+  const std::string lead = compute_leads ? "; exposed: " : "; also exposed: ";
+  for (size_t i = 0; i < rest.size(); ++i) s.bottleneck += (i == 0 ? lead : ", ") + rest[i];
+}
 
+void fill_capacity_warnings(Summary& s, const core::Plan& plan, const core::Trace& t) {
   static const char* const kTier[3] = {"GPU", "CPU", "NVMe"};
   for (size_t k = 0; k < 3; ++k)
     if (plan.capacity_bytes[k] > 0 && t.peak_bytes[k] > plan.capacity_bytes[k])
@@ -220,8 +235,11 @@ Summary summarize(const core::Plan& plan, const SimResult& sim, const SummaryOpt
                            " exceeds its " + core::format_bytes(plan.capacity_bytes[k]) +
                            ": ops that allocate run earlier in time than in program order (plan peak " +
                            core::format_bytes(plan.peak_bytes[k]) + "); the plan lacks a dependency bounding them");
+}
 
-  // Requirements for the target efficiency: traffic per GPU ÷ (GPU compute time ÷ E).
+// Requirements for the target efficiency: traffic per GPU ÷ (GPU compute time ÷ E). Rates the node shares among
+// its L GPUs count 1/L per GPU.
+void fill_requirements(Summary& s, const Rank0& r0, const core::CostModel& cost, double L, const SummaryOptions& o) {
   const double target_step = o.target_efficiency > 0 ? s.gpu_compute_s / o.target_efficiency : 0;
   auto res_by_name = [&](const std::string& n) -> const ResourceUse* {
     for (const auto& u : s.resources)
@@ -239,15 +257,32 @@ Summary summarize(const core::Plan& plan, const SimResult& sim, const SummaryOpt
     q.short_ = q.need_GBps_per_gpu > q.has_GBps_per_gpu;
     s.required.push_back(q);
   };
-  require("pcie_h2d", "PCIe host→GPU", bytes_r0[2], std::min(cost.pcie_h2d_Bps, cost.pcie_host_Bps / L));
-  require("pcie_d2h", "PCIe GPU→host", bytes_r0[3], std::min(cost.pcie_d2h_Bps, cost.pcie_host_Bps / L));
-  require("nvme_read", "NVMe read", bytes_r0[4], cost.nvme_read_Bps / L);
-  require("nvme_write", "NVMe write", bytes_r0[5], cost.nvme_write_Bps / L);
+  require("pcie_h2d", "PCIe host→GPU", r0.bytes[2], std::min(cost.pcie_h2d_Bps, cost.pcie_host_Bps / L));
+  require("pcie_d2h", "PCIe GPU→host", r0.bytes[3], std::min(cost.pcie_d2h_Bps, cost.pcie_host_Bps / L));
+  require("nvme_read", "NVMe read", r0.bytes[4], cost.nvme_read_Bps / L);
+  require("nvme_write", "NVMe write", r0.bytes[5], cost.nvme_write_Bps / L);
   if (const ResourceUse* nic = res_by_name("nic_out"))
     require("network", "network (NIC)", nic->bytes / L, cost.nic_Bps / L);
   if (const ResourceUse* nv = res_by_name("nvlink_out0")) require("nvlink", "NVLink", nv->bytes, cost.nvlink_Bps);
-  require("cpu_adam", "CPU Adam DRAM traffic", adam_elements_r0 * cost.adam_bytes_per_param,
+  require("cpu_adam", "CPU Adam DRAM traffic", r0.adam_elements * cost.adam_bytes_per_param,
           cost.cpu_adam_params_per_s * cost.adam_bytes_per_param / L);
+}
+
+}  // namespace
+
+Summary summarize(const core::Plan& plan, const SimResult& sim, const SummaryOptions& o) {
+  Summary s;
+  const core::Trace& t = sim.trace;
+  s.step_time_s = t.step_time_s;
+  s.peak_bytes = t.peak_bytes;
+  s.target_efficiency = o.target_efficiency;
+  const OpIndex op_of(plan);
+  const Rank0 r0 = rank0_activity(t, op_of);
+  fill_rank0_figures(s, plan, r0, sim.cost, o);
+  fill_resource_use(s, plan, sim, op_of);
+  fill_bottleneck(s);
+  fill_capacity_warnings(s, plan, t);
+  fill_requirements(s, r0, sim.cost, static_cast<double>(sim.topology.shape.local_ranks), o);
   return s;
 }
 

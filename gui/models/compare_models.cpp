@@ -2,6 +2,7 @@
 
 #include <QBrush>
 #include <QColor>
+#include <QStringList>
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +30,12 @@ std::vector<PhaseRow> phase_rows(const Prediction& p, const Prediction& m) {
     r.push_back(row);
   }
   return r;
+}
+
+QString trace_warnings(const core::Trace& predicted, const core::Trace& measured) {
+  QStringList out;
+  for (const auto& w : core::compare_traces(predicted, measured, 0).warnings) out << fmt::qs(w);
+  return out.join(QStringLiteral("; "));
 }
 
 void PhaseModel::set_rows(std::vector<PhaseRow> rows) {

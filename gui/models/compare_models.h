@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "core/trace_compare.h"
 #include "gui/models/prediction.h"
 #include "gui/models/sweep.h"
 
@@ -18,10 +19,16 @@ namespace zs::gui {
 struct PhaseRow {
   QString label;
   double predicted_s = 0, measured_s = 0;
-  double error() const { return measured_s > 0 ? (predicted_s - measured_s) / measured_s : 0; }  // signed
+  // core::relative_error (signed), 0 without a measurement (the row shows "—" there, and it is no phase's error).
+  double error() const { return measured_s > 0 ? core::relative_error(predicted_s, measured_s) : 0; }
 };
-// Forward, backward, optimizer, step, then each exposed category present in either.
+// Forward, backward, optimizer, step, then each exposed category present in either. The phases are each
+// Prediction's own (sim::summarize over the plan, or phase_spans for a trace of another plan), not
+// core::compare_traces': the tab reads a measured trace with the prediction's definitions.
 std::vector<PhaseRow> phase_rows(const Prediction& predicted, const Prediction& measured);
+// What `zerosim compare` warns of the two traces (core::compare_traces: schedules differ, rank 0 ran another number
+// of events), joined by "; "; empty when they look like one Plan's.
+QString trace_warnings(const core::Trace& predicted, const core::Trace& measured);
 
 class PhaseModel : public QAbstractTableModel {
  public:

@@ -137,6 +137,9 @@ void CompareTab::update_views() {
                                            : core::Result<Prediction>(core::bad_input("no prediction"));
     if (m) {
       measured_ = std::make_shared<const Prediction>(std::move(*m));
+      // The plan's ops, but maybe not its run: what `zerosim compare` warns of (core::compare_traces).
+      const QString w = trace_warnings(predicted_->trace, *measured_trace_);
+      if (!w.isEmpty()) how = QStringLiteral("  (") + w + QStringLiteral(")");
     } else {
       // Not the current plan's trace: phases by span, the rest from the trace alone.
       Prediction x;
@@ -171,7 +174,7 @@ void CompareTab::update_views() {
   const Prediction& meas = *measured_;
   phases_.set_rows(phase_rows(pred, meas));
   if (have_pred) {
-    const double err = meas.step_time_s > 0 ? (pred.step_time_s - meas.step_time_s) / meas.step_time_s : 0;
+    const double err = meas.step_time_s > 0 ? core::relative_error(pred.step_time_s, meas.step_time_s) : 0;
     const PhaseRow* worst = phases_.largest_phase_error();
     const double werr = worst ? worst->error() : 0;
     headline_->setText(QStringLiteral("Step: predicted %1, measured %2 (error %3%4)  ·  largest phase error: %5 %6%7%8")

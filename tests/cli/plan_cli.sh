@@ -39,6 +39,21 @@ for i, op in enumerate(d["ops"]):
     if op["tensor"] >= 0: assert op["tensor"] + op["tensor_count"] <= len(d["tensors"])
 kinds = {op["kind"] for op in d["ops"]}
 assert {"forward", "backward", "allgather", "reduce_scatter", "h2d", "d2h", "adam_cpu", "release"} <= kinds, kinds
+# The layout section: one entry per parameter, in the tensors' order; groups tile the parameters; ZeRO-3 shares
+# are ceil(numel / 4); the lp tensors' homes are the layout's (persistent ones on the GPU).
+lay = d["layout"]
+n = len(lay["params"])
+assert lay["stage"] == 3 and lay["world"] == 4 and n > 0 and len(d["tensors"]) >= 6 * n
+for i, p in enumerate(lay["params"]):
+    t = d["tensors"][i]
+    assert t["name"] == p["name"] and p["part"] == (p["numel"] + 3) // 4
+    assert t["home"] == ("gpu" if p["persistent"] else p["lp_home"]), p
+    g = lay["groups"][p["group"]]
+    assert g["first"] <= i < g["last"]
+    assert d["tensors"][2 * n + i]["home"] == g["tier"]
+ends = [g["first"] for g in lay["groups"][1:]] + [n]
+assert [g["last"] for g in lay["groups"]] == ends and lay["groups"][0]["first"] == 0
+assert sum(g["elements"] for g in lay["groups"]) == lay["partition_elements"]
 EOF
 done
 "$bin" plan --model tiny --ds-config zero2 --json - >"$tmp/stdout.json" || err "json to stdout rc=$?"

@@ -213,6 +213,14 @@ class TestGuiModels : public QObject {
     QCOMPARE(m.largest_phase_error()->error(), 1.0 / 3.0);
     m.set_rows({});
     QVERIFY(m.largest_phase_error() == nullptr);
+    // The warnings on two traces are `zerosim compare`'s (core::compare_traces).
+    core::Trace a, b;
+    a.schedule = b.schedule = "deepspeed";
+    QVERIFY(trace_warnings(a, b).isEmpty());
+    b.schedule = "zerosim";
+    b.events.push_back({});
+    QCOMPARE(trace_warnings(a, b), QStringLiteral("schedules differ: deepspeed vs zerosim; the traces have 0 and 1 "
+                                                  "rank-0 events: not the same Plan?"));
   }
 
   void sweepModel() {

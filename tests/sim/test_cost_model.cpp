@@ -128,6 +128,19 @@ TEST_CASE("a measured backward/forward time ratio prices backward ops; forwards 
   CHECK(core::compute_time_s(m, r) == Approx(core::compute_time_s(c, r)));
 }
 
+TEST_CASE("a sleeping CPU pool: the caller alone until the workers join, T threads' work at 1", "[cost]") {
+  core::CostModel c;
+  c.cpu_pool_threads = 4;
+  // 1 ms of work on 4 threads; the workers join 0.2 ms in: that 0.2 ms did a quarter of its work.
+  CHECK(core::cpu_pool_wake_extra_s(c, 1e-3, 0.2e-3) == Approx(0.2e-3 * 3 / 4));
+  CHECK(core::cpu_pool_wake_extra_s(c, 1e-3, 0) == 0);
+  CHECK(core::cpu_pool_wake_extra_s(c, 1e-3, -1e-3) == 0);  // awake before the op started
+  // Workers that never join in time: the caller does all of it, 4 ms, 3 ms more.
+  CHECK(core::cpu_pool_wake_extra_s(c, 1e-3, 10e-3) == Approx(3e-3));
+  c.cpu_pool_threads = 1;
+  CHECK(core::cpu_pool_wake_extra_s(c, 1e-3, 0.2e-3) == 0);
+}
+
 TEST_CASE("a measured per-role time scale multiplies that role's compute, forward and backward apart", "[cost]") {
   core::Hardware h = dgx2();
   core::Op f;

@@ -1,4 +1,4 @@
-#include "exec/membw.h"
+#include "probe/membw.h"
 
 #include <unistd.h>
 
@@ -15,11 +15,11 @@
 #include "exec/thread_pool.h"
 
 #if defined(__x86_64__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, as in cpu_adam_simd.cpp
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC PR 105593, as in exec/cpu_adam_simd.cpp
 #include <immintrin.h>
 #endif
 
-namespace zs::exec {
+namespace zs::probe {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -110,7 +110,7 @@ void pattern_range(float* p, const float* g, float* m, float* v, int64_t b, int6
 
 // First touch from the pool with the same tiling as the measurement, so pages land near their users.
 template <class T>
-void first_touch(ThreadPool& pool, T* a, int64_t n, T value, int64_t tile) {
+void first_touch(exec::ThreadPool& pool, T* a, int64_t n, T value, int64_t tile) {
   pool.run((n + tile - 1) / tile, [&](int64_t t) {
     const int64_t b = t * tile, e = std::min(n, b + tile);
     std::fill(a + b, a + e, value);
@@ -119,14 +119,14 @@ void first_touch(ThreadPool& pool, T* a, int64_t n, T value, int64_t tile) {
 
 }  // namespace
 
-void adam_pattern_pass(ThreadPool& pool, float* p, const float* g, float* m, float* v, int64_t n, int64_t tile) {
+void adam_pattern_pass(exec::ThreadPool& pool, float* p, const float* g, float* m, float* v, int64_t n, int64_t tile) {
   pool.run((n + tile - 1) / tile, [&](int64_t t) {
     const int64_t b = t * tile, e = std::min(n, b + tile);
     pattern_range(p, g, m, v, b, e);
   });
 }
 
-double adam_pattern_GBps(ThreadPool& pool, float* p, const float* g, float* m, float* v, int64_t n, int reps) {
+double adam_pattern_GBps(exec::ThreadPool& pool, float* p, const float* g, float* m, float* v, int64_t n, int reps) {
   adam_pattern_pass(pool, p, g, m, v, n);
   double best = 1e30;
   for (int r = 0; r < std::max(reps, 1); ++r) {
@@ -137,11 +137,11 @@ double adam_pattern_GBps(ThreadPool& pool, float* p, const float* g, float* m, f
   return 28.0 * static_cast<double>(n) / best / 1e9;
 }
 
-double adam_pattern_GBps(ThreadPool& pool, int64_t n, int reps) {
+double adam_pattern_GBps(exec::ThreadPool& pool, int64_t n, int reps) {
   const int64_t tile = 64 * 1024;
   const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  HostBuffer p = HostBuffer::allocate(bytes), g = HostBuffer::allocate(bytes), m = HostBuffer::allocate(bytes),
-             v = HostBuffer::allocate(bytes);
+  exec::HostBuffer p = exec::HostBuffer::allocate(bytes), g = exec::HostBuffer::allocate(bytes),
+                   m = exec::HostBuffer::allocate(bytes), v = exec::HostBuffer::allocate(bytes);
   if (!p || !g || !m || !v) return 0;
   first_touch(pool, p.as<float>(), n, 1.0f, tile);
   first_touch(pool, g.as<float>(), n, 1e-3f, tile);
@@ -150,10 +150,11 @@ double adam_pattern_GBps(ThreadPool& pool, int64_t n, int reps) {
   return adam_pattern_GBps(pool, p.as<float>(), g.as<float>(), m.as<float>(), v.as<float>(), n, reps);
 }
 
-double triad_GBps(ThreadPool& pool, int64_t n, int reps) {
+double triad_GBps(exec::ThreadPool& pool, int64_t n, int reps) {
   const int64_t tile = 32 * 1024;
   const size_t bytes = static_cast<size_t>(n) * sizeof(double);
-  HostBuffer a = HostBuffer::allocate(bytes), b = HostBuffer::allocate(bytes), c = HostBuffer::allocate(bytes);
+  exec::HostBuffer a = exec::HostBuffer::allocate(bytes), b = exec::HostBuffer::allocate(bytes),
+                   c = exec::HostBuffer::allocate(bytes);
   if (!a || !b || !c) return 0;
   first_touch(pool, a.as<double>(), n, 0.0, tile);
   first_touch(pool, b.as<double>(), n, 1.0, tile);
@@ -210,4 +211,4 @@ int64_t physical_memory_bytes() {
   return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
-}  // namespace zs::exec
+}  // namespace zs::probe

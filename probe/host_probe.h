@@ -25,7 +25,7 @@
 #include "core/strategy.h"
 #include "core/trace.h"
 
-namespace zs::exec {
+namespace zs::probe {
 
 struct HostDeviceProbe {
   double gemm_flops_per_s = 0;  // fitted GEMM rate (attention's QKᵀ and AV counted as GEMM, as the Plan does)
@@ -165,10 +165,9 @@ struct RunSwap {
 // another took what the sharing left it, which a swap line alone does not price.
 std::vector<RunSwap> run_swaps(const core::Plan& plan, const core::Trace& t);
 
-// `p` with its swap lines scaled to the run's own `swaps` (run_swaps over the steps `steps` names). The two
-// sessions around a run time 8 swaps of each kind, and on this VM's disk they put a 482 KB read at 0.34-0.89 ms
-// while the run's took 0.38-0.48 ms in every step (docs/notes/engine-validation.md "The run's own swaps, CPU ops and copies"). Per
-// direction, over the swaps that did not follow an idle path (its extra under a quarter of the line's time), the scale
+// `p` with its swap lines scaled to the run's own `swaps` (run_swaps over the steps `steps` names): the sessions
+// around a run time only 8 swaps of each kind, which spread far wider than the run's own (figures in
+// docs/notes/engine-validation.md, "The run's own swaps, CPU ops and copies"). Per direction, over the swaps that did not follow an idle path (its extra under a quarter of the line's time), the scale
 // is Σ measured over Σ priced (by `base` with p's figures: apply_host_probe), the tenth with the lowest and the tenth
 // with the highest ratio left out; then the idle extra's scale, from the others, is Σ (measured − the scaled line) over
 // Σ priced extra, in [0, 5]. Fewer than kMinWakeSamples swaps leave a scale at 1; without the sessions' lines
@@ -226,4 +225,4 @@ core::Hardware apply_host_probe(core::Hardware base, const HostDeviceProbe& p);
 // (apply_host_probe's profile: after the per-role time scales).
 double role_scaled_fit_rms(const core::Hardware& h, const HostDeviceProbe& p);
 
-}  // namespace zs::exec
+}  // namespace zs::probe

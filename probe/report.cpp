@@ -1,4 +1,4 @@
-#include "exec/report.h"
+#include "probe/report.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -12,11 +12,11 @@
 #include "exec/checksum.h"
 #include "exec/cpu_adam.h"
 #include "exec/io_env.h"
-#include "exec/membw.h"
 #include "exec/pinned_buffer.h"
 #include "exec/thread_pool.h"
+#include "probe/membw.h"
 
-// Set by exec/CMakeLists.txt on this file; empty = not built.
+// Set by probe/CMakeLists.txt on this file; empty = not built.
 #ifndef ZS_BUILD_CUDA
 #define ZS_BUILD_CUDA ""
 #endif
@@ -42,7 +42,7 @@
 #define ZS_BUILD_TYPE ""
 #endif
 
-namespace zs::exec {
+namespace zs::probe {
 namespace {
 
 std::string cpu_model() {
@@ -80,7 +80,7 @@ std::vector<ReportItem> build_report(const std::vector<std::string>& nvme_paths)
   std::vector<ReportItem> out;
   // ---- cpu ----
   out.push_back({"cpu", "model", cpu_model()});
-  out.push_back({"cpu", "cpus available", std::to_string(available_cpus())});
+  out.push_back({"cpu", "cpus available", std::to_string(exec::available_cpus())});
 #if defined(__x86_64__)
   std::string flags;
   auto flag = [&](const char* name, bool have) {
@@ -101,17 +101,18 @@ std::vector<ReportItem> build_report(const std::vector<std::string>& nvme_paths)
   out.push_back({"cpu", "SIMD flags", "not x86-64: scalar kernels only", false});
 #endif
   std::string kernels;
-  for (AdamKernel k : {AdamKernel::avx512, AdamKernel::avx2, AdamKernel::scalar})
-    kernels += std::string(kernels.empty() ? "" : ", ") + to_string(k) + (adam_kernel_supported(k) ? " yes" : " no");
-  out.push_back({"cpu", "CPU Adam kernel", std::string(to_string(best_adam_kernel())) + " (" + kernels + ")"});
-  out.push_back({"cpu", "crc32c", crc32c_implementation()});
+  for (exec::AdamKernel k : {exec::AdamKernel::avx512, exec::AdamKernel::avx2, exec::AdamKernel::scalar})
+    kernels +=
+        std::string(kernels.empty() ? "" : ", ") + to_string(k) + (exec::adam_kernel_supported(k) ? " yes" : " no");
+  out.push_back({"cpu", "CPU Adam kernel", std::string(to_string(exec::best_adam_kernel())) + " (" + kernels + ")"});
+  out.push_back({"cpu", "crc32c", exec::crc32c_implementation()});
 
   // ---- memory ----
   out.push_back({"memory", "physical", gib(static_cast<double>(physical_memory_bytes()))});
-  const int64_t lim = memlock_limit_bytes();
+  const int64_t lim = exec::memlock_limit_bytes();
   out.push_back({"memory", "RLIMIT_MEMLOCK", lim < 0 ? "unlimited" : std::to_string(lim >> 10) + " KiB"});
   {
-    auto b = PinnedBuffer::allocate(64 << 20, true);
+    auto b = exec::PinnedBuffer::allocate(64 << 20, true);
     const bool ok = b && b->locked();
     out.push_back({"memory", "mlock 64 MiB",
                    ok ? "ok (page-locked swap buffers)" : (b ? b->lock_error() : b.error().message), ok});
@@ -120,19 +121,19 @@ std::vector<ReportItem> build_report(const std::vector<std::string>& nvme_paths)
   // ---- nvme / aio ----
   const std::string aio = ZS_BUILD_AIO;
   out.push_back({"nvme", "libaio",
-                 !built_with_libaio() ? "not built (synchronous pread/pwrite fallback)"
-                                      : "built (" + (aio.empty() ? std::string("libaio") : aio) + ")",
-                 built_with_libaio()});
+                 !exec::built_with_libaio() ? "not built (synchronous pread/pwrite fallback)"
+                                            : "built (" + (aio.empty() ? std::string("libaio") : aio) + ")",
+                 exec::built_with_libaio()});
   const std::string max_nr = read_first_line("/proc/sys/fs/aio-max-nr"), nr = read_first_line("/proc/sys/fs/aio-nr");
   if (!max_nr.empty()) out.push_back({"nvme", "aio contexts", nr + " in use of aio-max-nr " + max_nr});
   for (const auto& p : nvme_paths) {
-    auto r = default_io_env()->probe_dir(p);
+    auto r = exec::default_io_env()->probe_dir(p);
     if (!r) {
       out.push_back({"nvme", p, "not usable: " + r.error().message, false});
       continue;
     }
-    const std::string fs = filesystem_type(p);
-    std::string v = fs + ", " + gib(static_cast<double>(filesystem_bytes(p))) + ", O_DIRECT " +
+    const std::string fs = exec::filesystem_type(p);
+    std::string v = fs + ", " + gib(static_cast<double>(exec::filesystem_bytes(p))) + ", O_DIRECT " +
                     (r->direct ? "supported (memory aligned to " + std::to_string(r->memory_alignment) + " bytes)"
                                : std::string("NOT supported (buffered fallback)"));
     if (fs == "tmpfs") v += "; tmpfs is RAM, not a drive";
@@ -156,4 +157,4 @@ std::vector<ReportItem> build_report(const std::vector<std::string>& nvme_paths)
   return out;
 }
 
-}  // namespace zs::exec
+}  // namespace zs::probe

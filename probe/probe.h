@@ -1,7 +1,7 @@
 // Probe: measures this machine for the simulator (`zerosim probe`): DRAM triad and Adam-pattern bandwidth,
 // CPU Adam params/s for 1..all threads, NVMe read/write GB/s through the Swapper over a small sweep of
 // block sizes × queue depths (recommending the best aio block, as ds_nvme_tune does). The GPU figures (GpuResult)
-// come from exec/cuda/gpu_probe.h, which the CLI calls in CUDA builds: this library is host-only.
+// come from probe/cuda/gpu_probe.h, which the CLI calls in CUDA builds: this library is host-only.
 // apply_probe() folds the figures into a hardware profile.
 //   ProbeOptions o{.nvme_paths = {"/local_nvme"}, .progress = [](const std::string& s) { std::cerr << s; }};
 //   Result<ProbeResult> r = run_probe(o);
@@ -17,7 +17,7 @@
 #include "core/status.h"
 #include "exec/swapper.h"
 
-namespace zs::exec {
+namespace zs::probe {
 
 struct ProbeOptions {
   std::vector<std::string> nvme_paths;  // striped like the swapper; empty = skip the NVMe part
@@ -85,7 +85,7 @@ struct GpuGemmSample {
   double tflops = 0;
 };
 
-// The GPU figures (exec/cuda/gpu_probe.h fills them; run_probe itself is host-only and leaves probed false).
+// The GPU figures (probe/cuda/gpu_probe.h fills them; run_probe itself is host-only and leaves probed false).
 // Zero = not measured.
 struct GpuResult {
   bool probed = false;
@@ -141,7 +141,7 @@ SwapLine fit_swap_line(int64_t b1, double t1, int64_t b2, double t2);
 // (a read never follows its own write at once, as in training); the median and the fastest swap of each direction.
 // With reps ≥ 2 the first round's writes are left out: they also fallocate, which a training run pays once.
 // Warnings of the swapper are appended to `warnings` when given.
-core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
+core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const exec::AioConfig& aio, int64_t bytes,
                                       int reps, bool checksums = true, std::vector<std::string>* warnings = nullptr,
                                       int files = 1, double settle_s = 0);
 
@@ -149,7 +149,7 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
 // after the path sat idle that long, less a read of another file of that size at once after it. Both files are
 // written first and left to settle. Returns (idle s, extra s ≥ 0) per idle time, the extras made non-decreasing.
 core::Result<std::vector<std::pair<double, double>>> measure_nvme_idle(const std::vector<std::string>& paths,
-                                                                       const AioConfig& aio, int64_t bytes,
+                                                                       const exec::AioConfig& aio, int64_t bytes,
                                                                        const std::vector<double>& idles_s, int rounds);
 
 // `base` with cpu.cores / memory_GiB / memory_GBps (triad) and the nvme fields (when measured) overwritten,
@@ -159,4 +159,4 @@ core::Result<std::vector<std::pair<double, double>>> measure_nvme_idle(const std
 // gemm_efficiency (when in (0, 1]), pcie_*_pageable_GBps and nccl_busbw_GBps (when measured).
 core::Hardware apply_probe(core::Hardware base, const ProbeResult& r);
 
-}  // namespace zs::exec
+}  // namespace zs::probe

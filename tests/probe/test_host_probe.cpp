@@ -1,4 +1,4 @@
-// The host device's probe (exec/host_probe.h): module rates, per-role scales, the passes sampled through a run,
+// The host device's probe (probe/host_probe.h): module rates, per-role scales, the passes sampled through a run,
 // the optimizer's CPU passes and the run's NVMe swaps, folded into a profile the simulator reads.
 #include <unistd.h>
 
@@ -18,8 +18,8 @@
 #include "core/plan.h"
 #include "core/strategy.h"
 #include "exec/gpt_model.h"
-#include "exec/host_probe.h"
-#include "exec/probe.h"
+#include "probe/host_probe.h"
+#include "probe/probe.h"
 
 using namespace zs;
 namespace fs = std::filesystem;
@@ -58,7 +58,7 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   const core::Hardware* hw = &k.hw;
   const core::Strategy* s = &k.s;
   const core::Plan& plan = k.plan;
-  auto hp = exec::probe_host_device(*m, *s, plan);
+  auto hp = probe::probe_host_device(*m, *s, plan);
   REQUIRE(hp.ok());
   CHECK(hp->gemm_flops_per_s > 1e6);
   CHECK(hp->copy_Bps > 1e8);
@@ -73,7 +73,7 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   CHECK(hp->stream_spin_s > 0);
   CHECK(hp->stream_wake_s > 0.2e-6);
   CHECK(hp->stream_wake_s < 5e-3);
-  const core::Hardware h = exec::apply_host_probe(*hw, *hp);
+  const core::Hardware h = probe::apply_host_probe(*hw, *hp);
   REQUIRE(h.measured.backward_time_ratio.has_value());
   CHECK(*h.measured.backward_time_ratio == hp->backward_ratio);
   REQUIRE(h.measured.stream_wake_latency_us.has_value());
@@ -119,27 +119,27 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   core::CostModel c0 = core::cost_model_for(unscaled, core::Precision::bf16);
   core::apply_model_shapes(c0, *m, s->micro_batch_per_gpu * s->run.seq_len);
   auto factor = [](core::ModuleRole r) { return 1.0 + 0.25 * static_cast<double>(r); };
-  exec::HostDeviceProbe exact = *hp;
+  probe::HostDeviceProbe exact = *hp;
   for (size_t i = 0; i < exact.forward_ops.size(); ++i) {
     exact.forward_s[i] = factor(exact.forward_ops[i].role) * core::compute_time_s(c0, exact.forward_ops[i]);
     exact.backward_s[i] = 2 * factor(exact.forward_ops[i].role) * core::compute_time_s(c0, exact.backward_ops[i]);
   }
-  const core::Hardware he = exec::apply_host_probe(*hw, exact);
+  const core::Hardware he = probe::apply_host_probe(*hw, exact);
   REQUIRE(he.measured.module_time_scale.size() == h.measured.module_time_scale.size());
   for (const auto& x : he.measured.module_time_scale) {
     INFO(x.role);
     CHECK(x.forward == Approx(factor(core::module_role_from(x.role))).epsilon(1e-9));
     CHECK(x.backward == Approx(2 * factor(core::module_role_from(x.role))).epsilon(1e-9));
   }
-  CHECK(exec::role_scaled_fit_rms(he, exact) < 1e-9);
-  CHECK(exec::role_scaled_fit_rms(unscaled, exact) > 0.1);
+  CHECK(probe::role_scaled_fit_rms(he, exact) < 1e-9);
+  CHECK(probe::role_scaled_fit_rms(unscaled, exact) > 0.1);
 
   // A second session merged with the first: each module's faster time, the rates fitted to those.
   REQUIRE(hp->forward_s.size() == exec::GptModel::create(*m, exec::DType::bf16, 2, 32)->modules().size());
-  exec::HostDeviceProbe slow = *hp;  // the first session, as if a neighbour had slowed its GEMMs down 3x
+  probe::HostDeviceProbe slow = *hp;  // the first session, as if a neighbour had slowed its GEMMs down 3x
   for (double& t : slow.forward_s) t *= 3;
   for (double& t : slow.backward_s) t *= 3;
-  auto hp2 = exec::probe_host_device(*m, *s, plan, &slow);
+  auto hp2 = probe::probe_host_device(*m, *s, plan, &slow);
   REQUIRE(hp2.ok());
   CHECK(hp2->sessions == 2);
   for (size_t i = 0; i < hp2->forward_s.size(); ++i) {
@@ -148,10 +148,10 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
   }
   // Within 2x of the first session's rate: the slowed one was outvoted (it alone would give a third).
   CHECK(hp2->gemm_flops_per_s > 0.5 * hp->gemm_flops_per_s);
-  CHECK(exec::apply_host_probe(*hw, *hp2).source.find("the faster of 2 sessions") != std::string::npos);
-  exec::HostDeviceProbe other = *hp;
+  CHECK(probe::apply_host_probe(*hw, *hp2).source.find("the faster of 2 sessions") != std::string::npos);
+  probe::HostDeviceProbe other = *hp;
   other.forward_s.pop_back();
-  auto bad = exec::probe_host_device(*m, *s, plan, &other);
+  auto bad = probe::probe_host_device(*m, *s, plan, &other);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("another model") != std::string::npos);
 }
@@ -159,12 +159,12 @@ TEST_CASE("the host device's probe: rates from the module forwards, one backward
 TEST_CASE("module times sampled through a run: the timer's passes, their median per module, the rates refitted",
           "[exec][probe]") {
   const HostProbeCase k = host_probe_case(R"({"stage": 2})");
-  auto hp = exec::probe_host_device(k.m, k.s, k.plan);
+  auto hp = probe::probe_host_device(k.m, k.s, k.plan);
   REQUIRE(hp.ok());
-  auto timer = exec::ModuleTimer::create(k.m, k.s);
+  auto timer = probe::ModuleTimer::create(k.m, k.s);
   REQUIRE(timer.ok());
   REQUIRE((*timer)->modules() == hp->forward_s.size());
-  const exec::ModulePass real = (*timer)->pass();
+  const probe::ModulePass real = (*timer)->pass();
   REQUIRE(real.forward_s.size() == hp->forward_s.size());
   REQUIRE(real.backward_s.size() == hp->backward_s.size());
   double sum = 0;
@@ -178,12 +178,12 @@ TEST_CASE("module times sampled through a run: the timer's passes, their median 
   // Passes that are the session's times x 1, x 3 and x 2: each module's median is x 2, so every fitted time doubles,
   // the rates halve and the backward ratio and the fit's error stay.
   auto scaled = [&](double f) {
-    exec::ModulePass x{hp->forward_s, hp->backward_s};
+    probe::ModulePass x{hp->forward_s, hp->backward_s};
     for (double& t : x.forward_s) t *= f;
     for (double& t : x.backward_s) t *= f;
     return x;
   };
-  auto odd = exec::with_module_times(*hp, {scaled(1), scaled(3), scaled(2)}, "three passes");
+  auto odd = probe::with_module_times(*hp, {scaled(1), scaled(3), scaled(2)}, "three passes");
   REQUIRE(odd.ok());
   for (size_t i = 0; i < hp->forward_s.size(); ++i) {
     CHECK(odd->forward_s[i] == Approx(2 * hp->forward_s[i]).epsilon(1e-12));
@@ -196,18 +196,18 @@ TEST_CASE("module times sampled through a run: the timer's passes, their median 
   CHECK(odd->copy_Bps == hp->copy_Bps);  // the session's other figures stay
   CHECK(odd->stream_wake_s == hp->stream_wake_s);
   // Of an even count, the mean of the middle two: x 1, x 5, x 2, x 3 gives x 2.5.
-  auto even = exec::with_module_times(*hp, {scaled(1), scaled(5), scaled(2), scaled(3)}, "four passes");
+  auto even = probe::with_module_times(*hp, {scaled(1), scaled(5), scaled(2), scaled(3)}, "four passes");
   REQUIRE(even.ok());
   for (size_t i = 0; i < hp->forward_s.size(); ++i) CHECK(even->forward_s[i] == Approx(2.5 * hp->forward_s[i]));
   // The profile says where its module times came from.
-  CHECK(exec::apply_host_probe(k.hw, *odd).source.find("module times: three passes") != std::string::npos);
+  CHECK(probe::apply_host_probe(k.hw, *odd).source.find("module times: three passes") != std::string::npos);
   // Passes of another model are refused, as is none.
-  exec::ModulePass short_pass = real;
+  probe::ModulePass short_pass = real;
   short_pass.backward_s.pop_back();
-  auto bad = exec::with_module_times(*hp, {real, short_pass}, "x");
+  auto bad = probe::with_module_times(*hp, {real, short_pass}, "x");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("another model") != std::string::npos);
-  CHECK_FALSE(exec::with_module_times(*hp, {}, "x").ok());
+  CHECK_FALSE(probe::with_module_times(*hp, {}, "x").ok());
 }
 
 TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's group, into the profile",
@@ -221,7 +221,7 @@ TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's
   for (const auto& op : plan.ops)
     if (op.kind == core::OpKind::adam_cpu) group = std::max(group, op.elements);
   REQUIRE(group > 0);
-  auto hp = exec::probe_host_device(*m, *s, plan, nullptr, 2);
+  auto hp = probe::probe_host_device(*m, *s, plan, nullptr, 2);
   REQUIRE(hp.ok());
   CHECK(hp->opt_elements == group);
   CHECK(hp->opt_threads == 2);
@@ -231,7 +231,7 @@ TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's
   CHECK(hp->unscale_s > static_cast<double>(hp->unscale_bytes) / 1e13);
   CHECK(hp->cast_s > static_cast<double>(hp->cast_bytes) / 1e13);
   CHECK(hp->adam_s > static_cast<double>(group) / 1e12);
-  const core::Hardware h = exec::apply_host_probe(*hw, *hp);
+  const core::Hardware h = probe::apply_host_probe(*hw, *hp);
   REQUIRE(h.measured.cpu_adam_params_per_s.has_value());
   CHECK(*h.measured.cpu_adam_params_per_s == Approx(static_cast<double>(group) / hp->adam_s));
   REQUIRE(h.measured.cpu_adam_threads.has_value());
@@ -265,65 +265,66 @@ TEST_CASE("the host device's probe times the optimizer's CPU passes at the run's
 
   // Sampled through a run: a timer given the Plan times the three passes after the modules, at the same group on
   // the same threads, and each is the median over the passes (here x1, x4, x2 of a real pass: x2).
-  auto timer = exec::ModuleTimer::create(*m, *s, &plan, 2);
+  auto timer = probe::ModuleTimer::create(*m, *s, &plan, 2);
   REQUIRE(timer.ok());
-  const exec::ModulePass real = (*timer)->pass();
+  const probe::ModulePass real = (*timer)->pass();
   CHECK(real.unscale_s > static_cast<double>(hp->unscale_bytes) / 1e13);
   CHECK(real.adam_s > static_cast<double>(group) / 1e12);
   CHECK(real.cast_s > static_cast<double>(hp->cast_bytes) / 1e13);
   auto times = [&](double f) {
-    exec::ModulePass x = real;
+    probe::ModulePass x = real;
     x.unscale_s *= f;
     x.adam_s *= f;
     x.cast_s *= f;
     return x;
   };
-  auto sampled = exec::with_module_times(*hp, {times(1), times(4), times(2)}, "three passes");
+  auto sampled = probe::with_module_times(*hp, {times(1), times(4), times(2)}, "three passes");
   REQUIRE(sampled.ok());
   CHECK(sampled->unscale_s == Approx(2 * real.unscale_s).epsilon(1e-12));
   CHECK(sampled->adam_s == Approx(2 * real.adam_s).epsilon(1e-12));
   CHECK(sampled->cast_s == Approx(2 * real.cast_s).epsilon(1e-12));
-  CHECK(exec::apply_host_probe(*hw, *sampled).source.find("the optimizer's CPU passes: the same passes; the swaps") !=
+  CHECK(probe::apply_host_probe(*hw, *sampled).source.find("the optimizer's CPU passes: the same passes; the swaps") !=
         std::string::npos);
   // Passes without them (a timer not given the Plan) leave the sessions' figures.
-  auto plain_timer = exec::ModuleTimer::create(*m, *s);
+  auto plain_timer = probe::ModuleTimer::create(*m, *s);
   REQUIRE(plain_timer.ok());
-  const exec::ModulePass plain = (*plain_timer)->pass();
+  const probe::ModulePass plain = (*plain_timer)->pass();
   CHECK(plain.adam_s == 0);
-  auto kept = exec::with_module_times(*hp, {plain, times(3)}, "two passes");
+  auto kept = probe::with_module_times(*hp, {plain, times(3)}, "two passes");
   REQUIRE(kept.ok());
   CHECK(kept->adam_s == hp->adam_s);
   CHECK(kept->opt_times.empty());
-  CHECK(exec::apply_host_probe(*hw, *kept).source.find("the optimizer's CPU passes and swaps: the mean") !=
+  CHECK(probe::apply_host_probe(*hw, *kept).source.find("the optimizer's CPU passes and swaps: the mean") !=
         std::string::npos);
 
   // A second session: each pass the mean of the two sessions' times (they drift with the machine, the run lies
   // between them), not the faster. With the first session 1000x slower the mean lies within (1/2, 1) of it; the
   // faster session would stand near a thousandth. (1000x, not 10x: a second session slowed 13x by a busy disk or
   // CPU, as under `ctest -j2`, put a 10x mean past the slowed figure once.)
-  exec::HostDeviceProbe slow = *hp;
+  probe::HostDeviceProbe slow = *hp;
   slow.unscale_s *= 1000;
   slow.adam_s *= 1000;
   slow.cast_s *= 1000;
-  auto hp2 = exec::probe_host_device(*m, *s, plan, &slow, 2);
+  auto hp2 = probe::probe_host_device(*m, *s, plan, &slow, 2);
   REQUIRE(hp2.ok());
-  for (auto f : {&exec::HostDeviceProbe::unscale_s, &exec::HostDeviceProbe::adam_s, &exec::HostDeviceProbe::cast_s}) {
+  for (auto f :
+       {&probe::HostDeviceProbe::unscale_s, &probe::HostDeviceProbe::adam_s, &probe::HostDeviceProbe::cast_s}) {
     CHECK((*hp2).*f > 0.5 * slow.*f);
     CHECK((*hp2).*f < slow.*f);
   }
-  exec::HostDeviceProbe other = *hp;
+  probe::HostDeviceProbe other = *hp;
   other.opt_elements += 1;
-  auto bad = exec::probe_host_device(*m, *s, plan, &other, 2);
+  auto bad = probe::probe_host_device(*m, *s, plan, &other, 2);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("optimizer group") != std::string::npos);
 
   // Optimizer on the GPU: no CPU passes, and the probe's CPU Adam figure stands.
   const HostProbeCase k0 = host_probe_case(R"({"stage": 2})");
-  auto hp0 = exec::probe_host_device(k0.m, k0.s, k0.plan);
+  auto hp0 = probe::probe_host_device(k0.m, k0.s, k0.plan);
   REQUIRE(hp0.ok());
   CHECK(hp0->opt_elements == 0);
-  CHECK_FALSE(exec::apply_host_probe(*hw, *hp0).measured.cpu_pass_GBps.has_value());
-  CHECK_FALSE(exec::apply_host_probe(*hw, *hp0).measured.cpu_cast_GBps.has_value());
+  CHECK_FALSE(probe::apply_host_probe(*hw, *hp0).measured.cpu_pass_GBps.has_value());
+  CHECK_FALSE(probe::apply_host_probe(*hw, *hp0).measured.cpu_cast_GBps.has_value());
 }
 
 TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's aio settings, into the profile",
@@ -342,7 +343,7 @@ TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's
       hi = std::max(hi, op.bytes);
     }
   REQUIRE(hi > 0);
-  auto hp = exec::probe_host_device(k.m, k.s, k.plan);
+  auto hp = probe::probe_host_device(k.m, k.s, k.plan);
   REQUIRE(hp.ok());
   CHECK(hp->nvme_large == hi);
   CHECK(hp->nvme_small == (hi < 2 * lo ? std::max<int64_t>(4096, hi / 8) : lo));
@@ -354,14 +355,14 @@ TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's
     CHECK(hp->write_small_s[hot] > 0);
     CHECK(hp->write_large_s[hot] > 0);
   }
-  const core::Hardware h = exec::apply_host_probe(k.hw, *hp);
-  const exec::SwapLine r =
-      exec::fit_swap_line(hp->nvme_small, hp->read_small_s[0], hp->nvme_large, hp->read_large_s[0]);
+  const core::Hardware h = probe::apply_host_probe(k.hw, *hp);
+  const probe::SwapLine r =
+      probe::fit_swap_line(hp->nvme_small, hp->read_small_s[0], hp->nvme_large, hp->read_large_s[0]);
   REQUIRE(h.measured.nvme_read_GBps.has_value());
   CHECK(*h.measured.nvme_read_GBps == Approx(r.rate_Bps / 1e9));
   CHECK(*h.measured.nvme_read_latency_us == Approx(r.latency_s * 1e6).margin(1e-9));
   CHECK(h.measured.nvme_hot_write_GBps.has_value());
-  CHECK(*h.measured.nvme_settle_s == exec::kNvmeSettleS);
+  CHECK(*h.measured.nvme_settle_s == probe::kNvmeSettleS);
   CHECK(*h.measured.aio_block_size == 262144);
   CHECK(*h.measured.aio_queue_depth == 16);
   // The line goes through both medians, or, where they cross, has the large swap's rate.
@@ -384,12 +385,12 @@ TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's
   // A second session: each swap the mean of the two sessions' medians (the disk drifts, the run lies between
   // them), not the faster. With the first session 1000x slower the mean lies within (1/2, 1) of it (1000x: a
   // second session's write at once once ran 13x the first's under `ctest -j2`, past a 10x slowed figure).
-  exec::HostDeviceProbe slow = *hp;
+  probe::HostDeviceProbe slow = *hp;
   for (int hot = 0; hot < 2; ++hot)
     for (double* t :
          {&slow.read_small_s[hot], &slow.read_large_s[hot], &slow.write_small_s[hot], &slow.write_large_s[hot]})
       *t *= 1000;
-  auto hp2 = exec::probe_host_device(k.m, k.s, k.plan, &slow);
+  auto hp2 = probe::probe_host_device(k.m, k.s, k.plan, &slow);
   REQUIRE(hp2.ok());
   CHECK(hp2->sessions == 2);
   for (int hot = 0; hot < 2; ++hot) {
@@ -408,7 +409,7 @@ TEST_CASE("the host device's probe times the run's NVMe swaps at the ds_config's
   // An unusable path is an I/O error naming it.
   const HostProbeCase bad = host_probe_case(
       R"({"stage": 3, "offload_optimizer": {"device": "nvme", "nvme_path": "/nonexistent/zs"}, "offload_param": {"device": "nvme", "nvme_path": "/nonexistent/zs"}})");
-  auto e = exec::probe_host_device(bad.m, bad.s, bad.plan);
+  auto e = probe::probe_host_device(bad.m, bad.s, bad.plan);
   REQUIRE_FALSE(e.ok());
   CHECK(e.error().message.find("/nonexistent/zs") != std::string::npos);
 }

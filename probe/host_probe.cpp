@@ -1,6 +1,6 @@
 // probe_host_device (host_probe.h): time every module of the model forward and backward on the reference kernels,
 // fit the cost model's two rates to them, measure memcpy.
-#include "exec/host_probe.h"
+#include "probe/host_probe.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,11 +15,11 @@
 #include "exec/gpt_model.h"
 #include "exec/host_buffer.h"
 #include "exec/host_device.h"
-#include "exec/probe.h"
 #include "exec/spin.h"
 #include "exec/thread_pool.h"
+#include "probe/probe.h"
 
-namespace zs::exec {
+namespace zs::probe {
 namespace {
 
 using clk = std::chrono::steady_clock;
@@ -36,7 +36,7 @@ double median_of(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The optimizer's CPU passes over one group as the engine runs them (engine_optimizer.cpp): unscale in place,
+// The optimizer's CPU passes over one group as the engine runs them (exec/engine_optimizer.cpp): unscale in place,
 // Adam, the fp32 → lp cast into a copy-back buffer, each over CPU Adam's threads in the engine's work units.
 class OptimizerPasses {
  public:
@@ -45,13 +45,15 @@ class OptimizerPasses {
     const bool bf16_states = s.bf16.bf16_optimizer_states;
     const int64_t state_b = bf16_states ? 2 : 4;
     const core::Precision pr = s.model_dtype();
-    o->lp_ = pr == core::Precision::bf16 ? LpDtype::bf16 : pr == core::Precision::fp16 ? LpDtype::fp16 : LpDtype::none;
-    const int64_t lp_b = o->lp_ == LpDtype::none ? 4 : 2;
-    o->p_ = HostBuffer::allocate(static_cast<size_t>(4 * n));
-    o->g_ = HostBuffer::allocate(static_cast<size_t>(4 * n));
-    o->m_ = HostBuffer::allocate(static_cast<size_t>(state_b * n));
-    o->v_ = HostBuffer::allocate(static_cast<size_t>(state_b * n));
-    o->out_ = HostBuffer::allocate(static_cast<size_t>(lp_b * n));
+    o->lp_ = pr == core::Precision::bf16   ? exec::LpDtype::bf16
+             : pr == core::Precision::fp16 ? exec::LpDtype::fp16
+                                           : exec::LpDtype::none;
+    const int64_t lp_b = o->lp_ == exec::LpDtype::none ? 4 : 2;
+    o->p_ = exec::HostBuffer::allocate(static_cast<size_t>(4 * n));
+    o->g_ = exec::HostBuffer::allocate(static_cast<size_t>(4 * n));
+    o->m_ = exec::HostBuffer::allocate(static_cast<size_t>(state_b * n));
+    o->v_ = exec::HostBuffer::allocate(static_cast<size_t>(state_b * n));
+    o->out_ = exec::HostBuffer::allocate(static_cast<size_t>(lp_b * n));
     if (!o->p_ || !o->g_ || !o->m_ || !o->v_ || !o->out_)
       return core::io_error("host probe: cannot allocate the optimizer passes' buffers (" +
                             std::to_string((8 + 2 * state_b + lp_b) * n) + " bytes)");
@@ -63,10 +65,10 @@ class OptimizerPasses {
     o->b_.grads = o->g_.data();
     o->b_.exp_avg = o->m_.data();
     o->b_.exp_avg_sq = o->v_.data();
-    o->b_.state_dtype = bf16_states ? StateDtype::bf16 : StateDtype::fp32;
+    o->b_.state_dtype = bf16_states ? exec::StateDtype::bf16 : exec::StateDtype::fp32;
     o->b_.n = n;
-    CpuAdam adam({}, {.threads = 1});
-    ZS_TRY(adam.step(1, AdamBuffers{}));  // the scalars only
+    exec::CpuAdam adam({}, {.threads = 1});
+    ZS_TRY(adam.step(1, exec::AdamBuffers{}));  // the scalars only
     o->sc_ = adam.last_scalars();
     o->unscale_bytes = 8 * n;
     o->cast_bytes = (4 + lp_b) * n;
@@ -76,30 +78,31 @@ class OptimizerPasses {
   // sleeping pool's wake-up apart, docs/SIM.md "stream wake-up").
   void run(std::vector<double>& unscale, std::vector<double>& adam, std::vector<double>& cast) {
     pool_.run_per_thread([](int) {});
-    const AdamKernel k = best_adam_kernel();
-    const int64_t n = b_.n, unit = pool_unit_elems(n, pool_.threads(), kCpuPassChunkElems);
-    const int64_t chunks = (n + unit - 1) / unit, tile = pool_unit_elems(n, pool_.threads(), kAdamTileElems);
+    const exec::AdamKernel k = exec::best_adam_kernel();
+    const int64_t n = b_.n, unit = exec::pool_unit_elems(n, pool_.threads(), exec::kCpuPassChunkElems);
+    const int64_t chunks = (n + unit - 1) / unit,
+                  tile = exec::pool_unit_elems(n, pool_.threads(), exec::kAdamTileElems);
     float* g = g_.as<float>();
     const float mul = 1.0f / 1024;
     auto t = clk::now();
     pool_.run(chunks, [&](int64_t c) {
       const int64_t lo = c * unit;
-      scale_f32(k, g + lo, mul, std::min(n, lo + unit) - lo);
+      exec::scale_f32(k, g + lo, mul, std::min(n, lo + unit) - lo);
     });
     unscale.push_back(seconds_since(t));
     std::fill(g, g + n, 1e-3f);  // the gradients stay normal numbers over the repeats
     pool_.run_per_thread([](int) {});
     t = clk::now();
     pool_.run((n + tile - 1) / tile,
-              [&](int64_t i) { adam_kernel(k, sc_, b_, i * tile, std::min(n, (i + 1) * tile)); });
+              [&](int64_t i) { exec::adam_kernel(k, sc_, b_, i * tile, std::min(n, (i + 1) * tile)); });
     adam.push_back(seconds_since(t));
     t = clk::now();
     pool_.run(chunks, [&](int64_t c) {
       const int64_t lo = c * unit, len = std::min(n, lo + unit) - lo;
-      if (lp_ == LpDtype::none)
+      if (lp_ == exec::LpDtype::none)
         std::memcpy(out_.as<float>() + lo, b_.params + lo, static_cast<size_t>(4 * len));
       else
-        cast_to_lp(k, out_.as<uint16_t>() + lo, b_.params + lo, len, lp_);
+        exec::cast_to_lp(k, out_.as<uint16_t>() + lo, b_.params + lo, len, lp_);
     });
     cast.push_back(seconds_since(t));
   }
@@ -108,11 +111,11 @@ class OptimizerPasses {
 
  private:
   explicit OptimizerPasses(int threads) : pool_(threads) {}
-  ThreadPool pool_;
-  HostBuffer p_, g_, m_, v_, out_;
-  AdamBuffers b_;
-  AdamScalars sc_;
-  LpDtype lp_ = LpDtype::none;
+  exec::ThreadPool pool_;
+  exec::HostBuffer p_, g_, m_, v_, out_;
+  exec::AdamBuffers b_;
+  exec::AdamScalars sc_;
+  exec::LpDtype lp_ = exec::LpDtype::none;
 };
 
 // The run's NVMe swaps: the Plan's smallest and largest (a second size when they are close, for the line's
@@ -131,7 +134,7 @@ core::Status time_swaps(const core::Strategy& s, const core::Plan& plan, const H
   const std::string path = z.offload_optimizer.device == core::OffloadDevice::nvme ? z.offload_optimizer.nvme_path
                                                                                    : z.offload_param.nvme_path;
   if (path.empty()) return core::bad_input("host probe: the Plan swaps to NVMe but the ds_config names no nvme_path");
-  const AioConfig aio = aio_from_ds(s.aio);
+  const exec::AioConfig aio = exec::aio_from_ds(s.aio);
   if (earlier && (earlier->nvme_small != lo || earlier->nvme_large != hi))
     return core::internal_error("host probe: the earlier session timed other swaps");
   hp.nvme_small = lo;
@@ -222,8 +225,8 @@ void fit_module_rates(HostDeviceProbe& hp) {
 }  // namespace
 
 struct ModuleTimer::Impl {
-  Impl(GptModel g, const core::ModelSpec& m) : g(std::move(g)), L(m.layers) {}
-  GptModel g;
+  Impl(exec::GptModel g, const core::ModelSpec& m) : g(std::move(g)), L(m.layers) {}
+  exec::GptModel g;
   std::unique_ptr<OptimizerPasses> opt;  // with a Plan that updates on the CPU
   int64_t L;
   std::vector<Aligned> params, grads, arenas;
@@ -231,12 +234,12 @@ struct ModuleTimer::Impl {
   std::vector<void*> gp;
   std::unique_ptr<Aligned> head, d0, d1;
   std::vector<int32_t> tok;
-  GptModel::Call c;
+  exec::GptModel::Call c;
 
   // Module i's arguments in the call: its parameters (and gradients, written over), its layer's activations, and
   // the residual streams it reads and writes.
   void bind(size_t i, bool bwd) {
-    const ModuleInfo& mi = g.modules()[i];
+    const exec::ModuleInfo& mi = g.modules()[i];
     c.params.clear();
     c.grads.clear();
     c.grad_write.clear();
@@ -244,17 +247,18 @@ struct ModuleTimer::Impl {
       c.params.push_back(pp[static_cast<size_t>(p)]);
       if (bwd) {
         c.grads.push_back(gp[static_cast<size_t>(p)]);
-        c.grad_write.push_back(GradWrite::overwrite);
+        c.grad_write.push_back(exec::GradWrite::overwrite);
       }
     }
     const int64_t l = mi.layer;
-    c.layer = l >= 0 ? g.layer_view(arenas[static_cast<size_t>(l)].data()) : LayerActs{};
+    c.layer = l >= 0 ? g.layer_view(arenas[static_cast<size_t>(l)].data()) : exec::LayerActs{};
     auto x_of = [&](int64_t j) { return j < L ? g.layer_view(arenas[static_cast<size_t>(j)].data()).x : c.head.xf; };
     c.x_out = nullptr;
-    if (mi.role == ModuleRole::tok_embedding || mi.role == ModuleRole::pos_embedding) c.x_out = x_of(0);
-    if (mi.role == ModuleRole::mlp_out) c.x_out = x_of(l + 1);
+    if (mi.role == exec::ModuleRole::tok_embedding || mi.role == exec::ModuleRole::pos_embedding) c.x_out = x_of(0);
+    if (mi.role == exec::ModuleRole::mlp_out) c.x_out = x_of(l + 1);
     void* dres[2] = {d0->data(), d1->data()};
-    const int64_t blk = l >= 0 ? l : (mi.role == ModuleRole::final_norm || mi.role == ModuleRole::lm_head ? L : -1);
+    const int64_t blk =
+        l >= 0 ? l : (mi.role == exec::ModuleRole::final_norm || mi.role == exec::ModuleRole::lm_head ? L : -1);
     c.dres_in = blk >= 0 ? dres[(L - 1 - blk + 2) % 2] : dres[L % 2];
     c.dres_out = blk >= 0 ? dres[(L - blk) % 2] : nullptr;
   }
@@ -275,16 +279,16 @@ int64_t largest_cpu_group(const core::Plan& plan) {
 
 core::Result<std::unique_ptr<ModuleTimer>> ModuleTimer::create(const core::ModelSpec& m, const core::Strategy& s,
                                                                const core::Plan* plan, int cpu_threads) {
-  auto gm = GptModel::create(m, dtype_of(s.model_dtype()), s.micro_batch_per_gpu, s.run.seq_len);
+  auto gm = exec::GptModel::create(m, exec::dtype_of(s.model_dtype()), s.micro_batch_per_gpu, s.run.seq_len);
   if (!gm) return gm.error();
   auto p = std::make_unique<Impl>(std::move(*gm), m);
   if (const int64_t n = plan ? largest_cpu_group(*plan) : 0; n > 0) {
-    auto o = OptimizerPasses::create(n, cpu_threads > 0 ? cpu_threads : available_cpus(), s);
+    auto o = OptimizerPasses::create(n, cpu_threads > 0 ? cpu_threads : exec::available_cpus(), s);
     if (!o) return o.error();
     p->opt = std::move(*o);
   }
-  const GptModel& g = p->g;
-  const int64_t e = dtype_bytes(g.dtype());
+  const exec::GptModel& g = p->g;
+  const int64_t e = exec::dtype_bytes(g.dtype());
   for (size_t i = 0; i < g.params().size(); ++i) {
     p->params.emplace_back(g.params()[i].numel * e);
     p->grads.emplace_back(g.params()[i].numel * e);
@@ -298,8 +302,8 @@ core::Result<std::unique_ptr<ModuleTimer>> ModuleTimer::create(const core::Model
   p->head = std::make_unique<Aligned>(g.head_bytes());
   p->d0 = std::make_unique<Aligned>(g.residual_grad_bytes());
   p->d1 = std::make_unique<Aligned>(g.residual_grad_bytes());
-  const Corpus corpus = synthetic_corpus(1 << 16, 1);
-  DataLoader data(corpus, g.micro_batch(), g.seq_len(), 1);
+  const exec::Corpus corpus = exec::synthetic_corpus(1 << 16, 1);
+  exec::DataLoader data(corpus, g.micro_batch(), g.seq_len(), 1);
   p->tok.resize(static_cast<size_t>(2 * g.tokens()));
   data.next(p->tok.data(), p->tok.data() + g.tokens());
   p->c.tokens = p->tok.data();
@@ -361,7 +365,7 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
   const int64_t opt_n = largest_cpu_group(plan);
   std::unique_ptr<OptimizerPasses> opt;
   if (opt_n > 0) {
-    auto o = OptimizerPasses::create(opt_n, cpu_threads > 0 ? cpu_threads : available_cpus(), s);
+    auto o = OptimizerPasses::create(opt_n, cpu_threads > 0 ? cpu_threads : exec::available_cpus(), s);
     if (!o) return o.error();
     opt = std::move(*o);
   }
@@ -454,29 +458,29 @@ core::Result<HostDeviceProbe> probe_host_device(const core::ModelSpec& m, const 
 
   // Stream wake-up: stream b waits on work of stream a that runs past b's poll budget, so b's thread sleeps; the
   // delay from a's end to b's start is the wake-up (on a VM: an IPI to a halted vCPU, ~40 us here).
-  auto dev = make_host_device({.memory_bytes = 1 << 20, .lock_pinned = false});
+  auto dev = exec::make_host_device({.memory_bytes = 1 << 20, .lock_pinned = false});
   auto sa = dev->stream("probe a"), sb = dev->stream("probe b");
   if (!sa) return sa.error();
   if (!sb) return sb.error();
-  const double busy = 2 * std::chrono::duration<double>(kSpinBudget).count() + 200e-6;
+  const double busy = 2 * std::chrono::duration<double>(exec::kSpinBudget).count() + 200e-6;
   std::vector<double> wake;
   for (int r = 0; r < 41; ++r) {
     clk::time_point a_end, b_start;
-    Event ea = dev->enqueue(**sa, {}, [&] {
+    exec::Event ea = dev->enqueue(**sa, {}, [&] {
       const auto t = clk::now();
       while (seconds_since(t) < busy) {
       }
       a_end = clk::now();
-      return Status{};
+      return core::Status{};
     });
-    Event eb = dev->enqueue(**sb, {ea}, [&] {
+    exec::Event eb = dev->enqueue(**sb, {ea}, [&] {
       b_start = clk::now();
-      return Status{};
+      return core::Status{};
     });
     ZS_TRY(eb.wait());
     wake.push_back(std::chrono::duration<double>(b_start - a_end).count());
   }
-  hp.stream_spin_s = std::chrono::duration<double>(kSpinBudget).count();
+  hp.stream_spin_s = std::chrono::duration<double>(exec::kSpinBudget).count();
   // The first handoffs are cheap (~3 us: the scheduler runs the woken thread on the waker's core) until it spreads
   // the two threads over two cores, as the engine's many busy threads are; from then on ~35 us on this VM. So the
   // first 16 are warm-up and the median of the rest is the figure.
@@ -525,4 +529,4 @@ core::Result<HostDeviceProbe> with_module_times(HostDeviceProbe p, const std::ve
   return p;
 }
 
-}  // namespace zs::exec
+}  // namespace zs::probe

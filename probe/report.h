@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace zs::exec {
+namespace zs::probe {
 
 struct ReportItem {
   std::string section;  // "cpu", "memory", "nvme", "build"
@@ -18,4 +18,4 @@ struct ReportItem {
 
 std::vector<ReportItem> build_report(const std::vector<std::string>& nvme_paths);
 
-}  // namespace zs::exec
+}  // namespace zs::probe

@@ -1,4 +1,4 @@
-// The host device's profile from a run's own ops (exec/host_probe.h): the hand-offs to a sleeping stream and the
+// The host device's profile from a run's own ops (probe/host_probe.h): the hand-offs to a sleeping stream and the
 // pool's wake-ups, the NVMe swaps, the optimizer's CPU ops and the copies of a step's trace, and the figures they
 // set or scale.
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include "core/hardware.h"
 #include "core/plan.h"
 #include "core/trace.h"
-#include "exec/host_probe.h"
+#include "probe/host_probe.h"
 
 using namespace zs;
 
@@ -62,13 +62,13 @@ TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's 
     op.deps = o.deps;
     add_traced_op(plan, t, op, o.s, o.e);
   }
-  const auto h = exec::sleeping_stream_handoffs(plan, t, 200e-6);
+  const auto h = probe::sleeping_stream_handoffs(plan, t, 200e-6);
   // (from, to, delay us): the stream of the dependency that ended last hands over.
   const std::vector<std::tuple<Stream, Stream, double>> want = {{Stream::compute, Stream::h2d, 50},
                                                                 {Stream::compute, Stream::comm, 12},
                                                                 {Stream::compute, Stream::d2h, 40},
                                                                 {Stream::d2h, Stream::comm, 0}};
-  auto same = [&](const std::vector<exec::Handoff>& x) {
+  auto same = [&](const std::vector<probe::Handoff>& x) {
     REQUIRE(x.size() == want.size());
     for (size_t i = 0; i < x.size(); ++i) {
       INFO("hand-off " << i);
@@ -78,27 +78,27 @@ TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's 
     }
   };
   same(h);
-  CHECK(exec::sleeping_stream_handoffs(plan, t, 2e-3).empty());  // a poll longer than every wait: none slept
-  std::reverse(t.events.begin(), t.events.end());                // events are matched by op id, not position
-  same(exec::sleeping_stream_handoffs(plan, t, 200e-6));
+  CHECK(probe::sleeping_stream_handoffs(plan, t, 2e-3).empty());  // a poll longer than every wait: none slept
+  std::reverse(t.events.begin(), t.events.end());                 // events are matched by op id, not position
+  same(probe::sleeping_stream_handoffs(plan, t, 200e-6));
 
   // The trimmed mean drops the lowest and highest tenth: 1..8 and 20 us and a preempted 1 ms give the mean of 2..8
   // and 20 us, 6.875 us (their median would be 5.5 us).
   std::vector<double> v = {1e-3, 20e-6};
   for (int i = 1; i <= 8; ++i) v.push_back(i * 1e-6);
-  CHECK(exec::trimmed_mean(v) == Approx(6.875e-6).epsilon(1e-12));
-  CHECK(exec::trimmed_mean({3e-6, 5e-6}) == Approx(4e-6));  // under ten: nothing dropped
-  CHECK(exec::trimmed_mean({}) == 0);
+  CHECK(probe::trimmed_mean(v) == Approx(6.875e-6).epsilon(1e-12));
+  CHECK(probe::trimmed_mean({3e-6, 5e-6}) == Approx(4e-6));  // under ten: nothing dropped
+  CHECK(probe::trimmed_mean({}) == 0);
 
-  exec::HostDeviceProbe p;
+  probe::HostDeviceProbe p;
   p.stream_spin_s = 200e-6;
   p.stream_wake_s = 2e-6;  // a session's figure
   // The ten above handed from the all-reduce to CPU Adam, four of 30 us from compute to H2D: the stream figure is
   // the trimmed mean of all 14 (2..8, 20 and 4 x 30 us: 14.583 us), the first pair has its own, the second too few.
-  std::vector<exec::Handoff> hs;
+  std::vector<probe::Handoff> hs;
   for (double x : v) hs.push_back({Stream::comm, Stream::cpu_adam, x});
   for (int i = 0; i < 4; ++i) hs.push_back({Stream::compute, Stream::h2d, 30e-6});
-  auto both = exec::with_run_wakes(p, hs, {30e-6, 40e-6, 50e-6, 60e-6, 70e-6}, "steps 1-9");
+  auto both = probe::with_run_wakes(p, hs, {30e-6, 40e-6, 50e-6, 60e-6, 70e-6}, "steps 1-9");
   CHECK(both.stream_wake_s == Approx(175e-6 / 12).epsilon(1e-12));
   REQUIRE(both.stream_wake_pairs.size() == 1);
   CHECK(both.stream_wake_pairs[0].from == "comm");
@@ -108,17 +108,17 @@ TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's 
   CHECK(both.wakes_from.find("14 hand-offs to a sleeping stream (per stream pair with 5 or more, its own) and of 5 "
                              "wake-ups of CPU Adam's pool workers in steps 1-9") != std::string::npos);
   // Fewer than kMinWakeSamples leave a figure as it was.
-  auto few = exec::with_run_wakes(p, {hs.begin(), hs.begin() + 4}, {9e-6}, "x");
+  auto few = probe::with_run_wakes(p, {hs.begin(), hs.begin() + 4}, {9e-6}, "x");
   CHECK(few.stream_wake_s == 2e-6);
   CHECK(few.stream_wake_pairs.empty());
   CHECK(few.pool_wake_s == 0);
   CHECK(few.wakes_from == p.wakes_from);
-  auto pool_only = exec::with_run_wakes(p, {}, v, "x");
+  auto pool_only = probe::with_run_wakes(p, {}, v, "x");
   CHECK(pool_only.stream_wake_s == 2e-6);
   CHECK(pool_only.pool_wake_s == Approx(6.875e-6).epsilon(1e-12));
   CHECK(pool_only.wakes_from.rfind("the trimmed mean of 10 wake-ups", 0) == 0);
   // Into the profile, said in its source; without a pool figure the key stays absent (the stream's stands in).
-  const core::Hardware h1 = exec::apply_host_probe(*core::load_hardware("ci-2core"), both);
+  const core::Hardware h1 = probe::apply_host_probe(*core::load_hardware("ci-2core"), both);
   REQUIRE(h1.measured.cpu_pool_wake_us.has_value());
   CHECK(*h1.measured.cpu_pool_wake_us == Approx(50));
   CHECK(*h1.measured.stream_wake_latency_us == Approx(175.0 / 12));
@@ -126,7 +126,7 @@ TEST_CASE("the run's own wake-ups: hand-offs to a sleeping stream from a step's 
   CHECK(h1.measured.stream_wake_pairs[0].wake_us == Approx(6.875));
   CHECK(h1.source.find("starts 15 us late (by the pair that hands over: comm -> cpu_adam 7 us) and CPU Adam's pool "
                        "workers asleep join 50 us late (the trimmed mean of 14") != std::string::npos);
-  CHECK_FALSE(exec::apply_host_probe(*core::load_hardware("ci-2core"), p).measured.cpu_pool_wake_us.has_value());
+  CHECK_FALSE(probe::apply_host_probe(*core::load_hardware("ci-2core"), p).measured.cpu_pool_wake_us.has_value());
 }
 
 TEST_CASE("the run's own swaps: which ran alone, their age and rest, and the sessions' lines scaled to them",
@@ -158,7 +158,7 @@ TEST_CASE("the run's own swaps: which ran alone, their age and rest, and the ses
     add_traced_op(plan, t, op, o.s, o.e);
   }
   std::reverse(t.events.begin(), t.events.end());  // matched by op id, taken in start order
-  const auto v = exec::run_swaps(plan, t);
+  const auto v = probe::run_swaps(plan, t);
   REQUIRE(v.size() == 4);
   const std::vector<std::array<double, 4>> want = {
       {0, 500, 1000, 1000}, {1, 400, 100, 100}, {1, 300, 2000, 0}, {1, 200, 600, 500}};  // read, took, age, rested
@@ -173,7 +173,7 @@ TEST_CASE("the run's own swaps: which ran alone, their age and rest, and the ses
 
   // Session lines, settled and at once alike: read 100 us + bytes at 1 GB/s, write 50 us + bytes at 2 GB/s; after an
   // idle path +100, +200, +400 us.
-  exec::HostDeviceProbe p;
+  probe::HostDeviceProbe p;
   p.nvme_small = 100000;
   p.nvme_large = 1000000;
   p.aio_block_size = 1048576;
@@ -188,19 +188,19 @@ TEST_CASE("the run's own swaps: which ran alone, their age and rest, and the ses
   const core::Hardware base = *core::load_hardware("ci-2core");
   // The run: 1 MB reads at twice the line, and one 100x slower (the trimmed tenth); writes at half the line; writes
   // after a 30 ms rest at half the line + three times the extra.
-  std::vector<exec::RunSwap> run;
+  std::vector<probe::RunSwap> run;
   for (int i = 0; i < 10; ++i) run.push_back({true, 1000000, 2 * 1100e-6, 0.1, 0});
   run.push_back({true, 1000000, 100 * 1100e-6, 0.1, 0});
   for (int i = 0; i < 10; ++i) run.push_back({false, 1000000, 0.5 * 550e-6, 0.1, 0});
   for (int i = 0; i < 6; ++i) run.push_back({false, 1000000, 0.5 * 550e-6 + 3 * 200e-6, 0.1, 30e-3});
-  const auto q = exec::with_run_swaps(p, base, run, "steps 1-9");
+  const auto q = probe::with_run_swaps(p, base, run, "steps 1-9");
   CHECK(q.swap_scale_read == Approx(2).epsilon(1e-9));
   CHECK(q.swap_scale_write == Approx(0.5).epsilon(1e-9));
   CHECK(q.swap_scale_idle == Approx(3).epsilon(1e-9));
   CHECK(q.swaps_from ==
         "scaled to the run's own swaps that ran alone in steps 1-9: reads x2.00 (11 swaps), writes "
         "x0.50 (10 swaps), the extra after an idle path x3.00 (6 swaps)");
-  const core::Hardware h = exec::apply_host_probe(base, q);
+  const core::Hardware h = probe::apply_host_probe(base, q);
   CHECK(*h.measured.nvme_read_latency_us == Approx(200));
   CHECK(*h.measured.nvme_read_GBps == Approx(0.5));
   CHECK(*h.measured.nvme_hot_read_latency_us == Approx(200));
@@ -214,12 +214,12 @@ TEST_CASE("the run's own swaps: which ran alone, their age and rest, and the ses
   CHECK(core::nvme_swap_time_s(c, false, 1000000, 0.1) + core::nvme_idle_extra_s(c, 30e-3) ==
         Approx(0.5 * 550e-6 + 3 * 200e-6).epsilon(1e-6));
   // Too few of a kind leave its scale at 1; without the sessions' swaps nothing changes.
-  const auto few = exec::with_run_swaps(p, base, {run.begin(), run.begin() + 4}, "x");
+  const auto few = probe::with_run_swaps(p, base, {run.begin(), run.begin() + 4}, "x");
   CHECK(few.swap_scale_read == 1);
   CHECK(few.swaps_from.find("reads as measured (4 swaps), writes as measured (0 swaps)") != std::string::npos);
-  exec::HostDeviceProbe none;
-  CHECK(exec::with_run_swaps(none, base, run, "x").swaps_from.empty());
-  CHECK(exec::apply_host_probe(base, p).measured.nvme_read_latency_us == Approx(100));
+  probe::HostDeviceProbe none;
+  CHECK(probe::with_run_swaps(none, base, run, "x").swaps_from.empty());
+  CHECK(probe::apply_host_probe(base, p).measured.nvme_read_latency_us == Approx(100));
 }
 
 TEST_CASE("the run's own CPU ops: their busy runs as the simulator sees the pool, and the passes scaled to them",
@@ -239,7 +239,7 @@ TEST_CASE("the run's own CPU ops: their busy runs as the simulator sees the pool
   add_traced_op(plan, t, adam, 2500, 2640);  // 300 us > the 200 us poll: a new run
   add_traced_op(plan, t, cast, 2650, 2690);
   std::reverse(t.events.begin(), t.events.end());
-  const auto v = exec::run_cpu_ops(plan, t, 200e-6);
+  const auto v = probe::run_cpu_ops(plan, t, 200e-6);
   REQUIRE(v.size() == 4);
   const std::vector<std::array<double, 4>> want = {// adam?, took, rest, after (us)
                                                    {1, 150, 2000, 0},
@@ -256,7 +256,7 @@ TEST_CASE("the run's own CPU ops: their busy runs as the simulator sees the pool
 
   // Passes of 120,000 elements on 2 threads: Adam 1.2e9 params/s, the unscale 24 GB/s, the cast 18 GB/s; the pool's
   // workers join 30 us late after the 200 us poll.
-  exec::HostDeviceProbe p;
+  probe::HostDeviceProbe p;
   p.opt_elements = 120000;
   p.opt_threads = 2;
   p.adam_s = 100e-6;
@@ -268,21 +268,21 @@ TEST_CASE("the run's own CPU ops: their busy runs as the simulator sees the pool
   p.stream_wake_s = 20e-6;
   p.pool_wake_s = 30e-6;
   const core::Hardware base = *core::load_hardware("ci-2core");
-  const core::CostModel c0 = core::cost_model_for(exec::apply_host_probe(base, p), core::Precision::bf16);
+  const core::CostModel c0 = core::cost_model_for(probe::apply_host_probe(base, p), core::Precision::bf16);
   const double wa = core::compute_time_s(c0, adam), wc = core::compute_time_s(c0, cast);
   REQUIRE(wa == Approx(100e-6 + 40e-6));
   // The run: Adam at 1.5x the passes (after a rest the caller works alone for 30 us: +15 us on 2 threads), one
   // 50x (the trimmed tenth); the cast at 0.8x, 10 us into a woken run (+10 us).
-  std::vector<exec::RunCpuOp> run;
+  std::vector<probe::RunCpuOp> run;
   for (int i = 0; i < 10; ++i) run.push_back({adam, 1.5 * wa + 15e-6, 1e-3, 0});
   for (int i = 0; i < 10; ++i) run.push_back({adam, 1.5 * wa, 100e-6, 0});
   run.push_back({adam, 50 * wa, 100e-6, 0});
   for (int i = 0; i < 6; ++i) run.push_back({cast, 0.8 * wc + 10e-6, 1e-3, 10e-6});
-  const auto q = exec::with_run_cpu_ops(p, base, run, "steps 1-9");
+  const auto q = probe::with_run_cpu_ops(p, base, run, "steps 1-9");
   CHECK(q.adam_op_scale == Approx(1.5).epsilon(1e-9));
   CHECK(q.cast_op_scale == Approx(0.8).epsilon(1e-9));
   CHECK(q.cpu_ops_from == "scaled to the run's own CPU ops in steps 1-9: Adam x1.50 (21 ops), the cast x0.80 (6 ops)");
-  const core::Hardware h = exec::apply_host_probe(base, q);
+  const core::Hardware h = probe::apply_host_probe(base, q);
   CHECK(*h.measured.cpu_adam_params_per_s == Approx(0.8e9));
   CHECK(*h.measured.cpu_pass_GBps == Approx(16));
   CHECK(*h.measured.cpu_cast_GBps == Approx(22.5));
@@ -291,10 +291,10 @@ TEST_CASE("the run's own CPU ops: their busy runs as the simulator sees the pool
   CHECK(core::compute_time_s(c, adam) == Approx(1.5 * wa));
   CHECK(core::compute_time_s(c, cast) == Approx(0.8 * wc));
   // Too few of a kind leave it at 1; without timed passes nothing changes.
-  const auto few = exec::with_run_cpu_ops(p, base, {run.end() - 6, run.end() - 2}, "x");
+  const auto few = probe::with_run_cpu_ops(p, base, {run.end() - 6, run.end() - 2}, "x");
   CHECK(few.cast_op_scale == 1);
   CHECK(few.cpu_ops_from.find("Adam as measured (0 ops), the cast as measured (4 ops)") != std::string::npos);
-  CHECK(exec::with_run_cpu_ops(exec::HostDeviceProbe{}, base, run, "x").cpu_ops_from.empty());
+  CHECK(probe::with_run_cpu_ops(probe::HostDeviceProbe{}, base, run, "x").cpu_ops_from.empty());
 }
 
 TEST_CASE("the run's own copies: page-locked ones that ran alone, and the copy rate scaled to them per direction",
@@ -319,7 +319,7 @@ TEST_CASE("the run's own copies: page-locked ones that ran alone, and the copy r
   add_traced_op(plan, t, copy(OpKind::d2h, 1, 1000), 450, 550);
   add_traced_op(plan, t, copy(OpKind::h2d, 0, 1000), 600, 700);  // pageable
   add_traced_op(plan, t, copy(OpKind::h2d, 1, 0), 800, 800);     // no bytes
-  const auto v = exec::run_copies(plan, t);
+  const auto v = probe::run_copies(plan, t);
   REQUIRE(v.size() == 2);
   CHECK(v[0].h2d);
   CHECK(v[0].bytes == 1000);
@@ -327,25 +327,25 @@ TEST_CASE("the run's own copies: page-locked ones that ran alone, and the copy r
   CHECK_FALSE(v[1].h2d);
   CHECK(v[1].bytes == 2000);
 
-  exec::HostDeviceProbe p;
+  probe::HostDeviceProbe p;
   p.copy_Bps = 5e9;
   p.copy_latency_s = 2e-6;
-  std::vector<exec::RunCopy> run;
+  std::vector<probe::RunCopy> run;
   for (int i = 0; i < 10; ++i) run.push_back({true, 1000000, 2e-6 + 0.5 * 200e-6});
   for (int i = 0; i < 10; ++i) run.push_back({false, 1000000, 2e-6 + 1.25 * 200e-6});
   run.push_back({false, 1000000, 1.0});  // preempted: the trimmed tenth
-  const auto q = exec::with_run_copies(p, run, "steps 1-9");
+  const auto q = probe::with_run_copies(p, run, "steps 1-9");
   CHECK(q.h2d_scale == Approx(0.5).epsilon(1e-9));
   CHECK(q.d2h_scale == Approx(1.25).epsilon(1e-9));
   CHECK(q.copies_from ==
         "scaled to the run's own copies that ran alone in steps 1-9: H2D x0.50 (10 copies), D2H x1.25 (11 copies)");
-  const core::Hardware h = exec::apply_host_probe(*core::load_hardware("ci-2core"), q);
+  const core::Hardware h = probe::apply_host_probe(*core::load_hardware("ci-2core"), q);
   CHECK(h.links.pcie_h2d_GBps == Approx(10));
   CHECK(h.links.pcie_d2h_GBps == Approx(4));
   CHECK(h.links.pcie_host_GBps == Approx(10));  // the host's link never the narrower
   CHECK(h.source.find("copies 5.00 GB/s + 2.00 us each (scaled to the run's own copies") != std::string::npos);
-  const auto few = exec::with_run_copies(p, {run.begin(), run.begin() + 4}, "x");
+  const auto few = probe::with_run_copies(p, {run.begin(), run.begin() + 4}, "x");
   CHECK(few.h2d_scale == 1);
   CHECK(few.copies_from.find("H2D as measured (4 copies), D2H as measured (0 copies)") != std::string::npos);
-  CHECK(exec::with_run_copies(exec::HostDeviceProbe{}, run, "x").copies_from.empty());
+  CHECK(probe::with_run_copies(probe::HostDeviceProbe{}, run, "x").copies_from.empty());
 }

@@ -16,11 +16,11 @@
 #include "core/hardware.h"
 #include "core/json_reader.h"
 #include "core/model.h"
-#include "exec/host_probe.h"
-#include "exec/membw.h"
-#include "exec/probe.h"
-#include "exec/report.h"
 #include "exec/thread_pool.h"
+#include "probe/host_probe.h"
+#include "probe/membw.h"
+#include "probe/probe.h"
+#include "probe/report.h"
 
 using namespace zs;
 namespace fs = std::filesystem;
@@ -29,12 +29,12 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
   std::string dir = "/tmp/zs_test_probe_XXXXXX";
   REQUIRE(::mkdtemp(dir.data()) != nullptr);
   std::vector<std::string> lines;
-  exec::ProbeOptions o;
+  probe::ProbeOptions o;
   o.nvme_paths = {dir};
   o.quick = true;
   o.gpu = true;
   o.progress = [&](const std::string& s) { lines.push_back(s); };
-  auto r = exec::run_probe(o);
+  auto r = probe::run_probe(o);
   REQUIRE(r.ok());
   CHECK(r->cpus >= 1);
   CHECK(r->dram.triad_GBps > 0);
@@ -57,7 +57,7 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
 
   auto base = core::load_hardware("ci-2core");
   REQUIRE(base.ok());
-  core::Hardware h = exec::apply_probe(*base, *r);
+  core::Hardware h = probe::apply_probe(*base, *r);
   const std::string out = dir + "/probed.json";
   REQUIRE(core::write_file_atomic(out, core::hardware_to_json(h)).ok());
   auto back = core::load_hardware_file(out);
@@ -112,10 +112,10 @@ TEST_CASE("probe --quick measures everything and its profile loads back", "[exec
 }
 
 TEST_CASE("probe reports a bad nvme path as an error", "[exec][probe]") {
-  exec::ProbeOptions o;
+  probe::ProbeOptions o;
   o.nvme_paths = {"/nonexistent/zerosim"};
   o.quick = true;
-  auto r = exec::run_probe(o);
+  auto r = probe::run_probe(o);
   REQUIRE(!r.ok());
   CHECK(r.error().message.find("/nonexistent/zerosim") != std::string::npos);
 }
@@ -124,14 +124,14 @@ TEST_CASE("apply_probe folds the GPU figures into the profile, and they load bac
   auto base = core::load_hardware("h200-box");
   REQUIRE(base.ok());
   REQUIRE(base->gpus_per_node == 1);
-  exec::ProbeResult r;  // the host part as a minimal run; the GPU part as probe_gpu would fill it
+  probe::ProbeResult r;  // the host part as a minimal run; the GPU part as probe_gpu would fill it
   r.cpus = 16;
   r.memory_GiB = 128;
   r.dram.triad_GBps = 90;
   r.dram.adam_pattern_GBps = 80;
   r.cpu_adam.params_per_s = 2e9;
   r.cpu_adam.threads = 16;
-  exec::GpuResult& g = r.gpu;
+  probe::GpuResult& g = r.gpu;
   g.probed = true;
   g.device = "NVIDIA H200";
   g.device_count = 1;
@@ -147,7 +147,7 @@ TEST_CASE("apply_probe folds the GPU figures into the profile, and they load bac
   g.d2h_duplex_GBps = 41;
   g.note = "one GPU: NCCL bus bandwidth not measured";
 
-  const core::Hardware h = exec::apply_probe(*base, r);
+  const core::Hardware h = probe::apply_probe(*base, r);
   CHECK(h.gpu.name == base->gpu.name);
   CHECK(h.gpu.peak_tflops_bf16 == base->gpu.peak_tflops_bf16);  // the datasheet stays
   REQUIRE(h.measured.gemm_efficiency.has_value());
@@ -189,15 +189,15 @@ TEST_CASE("apply_probe folds the GPU figures into the profile, and they load bac
   fs::remove(path);
 
   // Measured NCCL bandwidth is stored; an efficiency over 1 (a peak of another GPU) is not; unprobed: base kept.
-  exec::ProbeResult r2 = r;
+  probe::ProbeResult r2 = r;
   r2.gpu.nccl_busbw_GBps = 300;
   r2.gpu.gemm_efficiency = 6500;
-  const core::Hardware h2 = exec::apply_probe(*base, r2);
+  const core::Hardware h2 = probe::apply_probe(*base, r2);
   CHECK(*h2.measured.nccl_busbw_GBps == 300);
   CHECK(!h2.measured.gemm_efficiency.has_value());
   CHECK(h2.source.find("gemm_efficiency not stored") != std::string::npos);
   r2.gpu.probed = false;
-  const core::Hardware h3 = exec::apply_probe(*base, r2);
+  const core::Hardware h3 = probe::apply_probe(*base, r2);
   CHECK(h3.gpu.hbm_GBps == base->gpu.hbm_GBps);
   CHECK(h3.links.pcie_h2d_GBps == base->links.pcie_h2d_GBps);
   CHECK(h3.links.pcie_host_GBps == base->links.pcie_host_GBps);
@@ -207,8 +207,8 @@ TEST_CASE("apply_probe folds the GPU figures into the profile, and they load bac
 }
 
 TEST_CASE("report lists SIMD, libaio, O_DIRECT and the optional parts", "[exec][report]") {
-  auto items = exec::build_report({"/tmp", "/nonexistent/zerosim"});
-  auto find = [&](const std::string& name) -> const exec::ReportItem* {
+  auto items = probe::build_report({"/tmp", "/nonexistent/zerosim"});
+  auto find = [&](const std::string& name) -> const probe::ReportItem* {
     for (const auto& it : items)
       if (it.name == name) return &it;
     return nullptr;
@@ -233,9 +233,9 @@ TEST_CASE("report lists SIMD, libaio, O_DIRECT and the optional parts", "[exec][
 
 TEST_CASE("membw helpers return plausible figures", "[exec][probe]") {
   exec::ThreadPool pool(1);
-  CHECK(exec::adam_pattern_GBps(pool, 1 << 16, 2) > 0.1);
-  CHECK(exec::triad_GBps(pool, 1 << 16, 2) > 0.1);
-  CHECK(exec::physical_memory_bytes() > 0);
+  CHECK(probe::adam_pattern_GBps(pool, 1 << 16, 2) > 0.1);
+  CHECK(probe::triad_GBps(pool, 1 << 16, 2) > 0.1);
+  CHECK(probe::physical_memory_bytes() > 0);
   exec::ThreadPool pool2(3);
   std::vector<int> hits(3, 0);
   pool2.run_per_thread([&](int t) { hits[static_cast<size_t>(t)]++; });
@@ -286,7 +286,7 @@ TEST_CASE("measure_nvme_idle: per idle time the first read's extra over the next
   const fs::path dir = fs::temp_directory_path() / ("zs_nvme_idle_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   exec::AioConfig aio;
-  auto x = exec::measure_nvme_idle({dir.string()}, aio, 1 << 20, {1e-3, 20e-3}, 3);
+  auto x = probe::measure_nvme_idle({dir.string()}, aio, 1 << 20, {1e-3, 20e-3}, 3);
   REQUIRE(x.ok());
   REQUIRE(x->size() == 2);
   CHECK((*x)[0].first == 1e-3);
@@ -296,18 +296,18 @@ TEST_CASE("measure_nvme_idle: per idle time the first read's extra over the next
   CHECK((*x)[1].second < 1.0);
   CHECK(fs::is_empty(dir));
   fs::remove_all(dir);
-  auto bad = exec::measure_nvme_idle({"/nonexistent/zs"}, aio, 1 << 20, {1e-3}, 1);
+  auto bad = probe::measure_nvme_idle({"/nonexistent/zs"}, aio, 1 << 20, {1e-3}, 1);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message.find("/nonexistent/zs") != std::string::npos);
 }
 
 TEST_CASE("a swap line through two medians", "[exec][probe]") {
   // 1 MiB in 300 us and 9 MiB in 1900 us: 200 us + bytes at 5.24 GB/s.
-  const exec::SwapLine l = exec::fit_swap_line(1 << 20, 300e-6, 9 << 20, 1900e-6);
+  const probe::SwapLine l = probe::fit_swap_line(1 << 20, 300e-6, 9 << 20, 1900e-6);
   CHECK(l.rate_Bps == Approx(8.0 * (1 << 20) / 1600e-6));
   CHECK(l.latency_s == Approx(100e-6));
   // Crossing medians: the large swap's rate, what is left of the small one's time as latency.
-  const exec::SwapLine c = exec::fit_swap_line(1 << 20, 100e-6, 9 << 20, 90e-6);
+  const probe::SwapLine c = probe::fit_swap_line(1 << 20, 100e-6, 9 << 20, 90e-6);
   CHECK(c.rate_Bps == Approx((9 << 20) / 90e-6));
   CHECK(c.latency_s == Approx(100e-6 - (1 << 20) / c.rate_Bps));  // 90 us
 }

@@ -1,12 +1,13 @@
-// The GPU probe of `zerosim probe --gpu` (exec/cuda/gpu_probe.h). Visible: without a GPU it refuses as a value
+// The GPU probe of `zerosim probe --gpu` (probe/cuda/gpu_probe.h). Visible: without a GPU it refuses as a value
 // naming the reason; with one, quick mode succeeds. [.gpu]: every figure positive and plausible against the others.
 #include <string>
 
-#include "exec/cuda/gpu_probe.h"
+#include "probe/cuda/gpu_probe.h"
 #include "tests/exec/cuda_test_util.h"
 
 using namespace zs;
 using namespace zs::exec;
+using namespace zs::probe;
 using namespace zs::exec::test;
 
 namespace {

@@ -1,4 +1,4 @@
-#include "exec/probe.h"
+#include "probe/probe.h"
 
 #include <unistd.h>
 
@@ -13,11 +13,11 @@
 #include "core/cost_model.h"
 #include "exec/cpu_adam.h"
 #include "exec/host_buffer.h"
-#include "exec/membw.h"
 #include "exec/pinned_buffer.h"
 #include "exec/thread_pool.h"
+#include "probe/membw.h"
 
-namespace zs::exec {
+namespace zs::probe {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -93,17 +93,17 @@ double sorted_median(const std::vector<double>& v) {
 
 }  // namespace
 
-core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const AioConfig& aio, int64_t bytes,
+core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, const exec::AioConfig& aio, int64_t bytes,
                                       int reps, bool checksums, std::vector<std::string>* warnings, int files,
                                       double settle_s) {
-  SwapperOptions so = zero_copy_swapper_options(paths, aio);  // as the engine swaps
+  exec::SwapperOptions so = exec::zero_copy_swapper_options(paths, aio);  // as the engine swaps
   so.checksums = checksums;
-  auto sw = Swapper::create(so);
+  auto sw = exec::Swapper::create(so);
   if (!sw) return sw.error();
   if (warnings)
     for (const auto& w : (*sw)->warnings())
       if (std::find(warnings->begin(), warnings->end(), w) == warnings->end()) warnings->push_back(w);
-  auto buf = PinnedBuffer::allocate(bytes, /*lock=*/true);  // page-locked, as the engine's swap buffers
+  auto buf = exec::PinnedBuffer::allocate(bytes, /*lock=*/true);  // page-locked, as the engine's swap buffers
   if (!buf) return buf.error();
   fill_swap_pattern(buf->data(), bytes);
   NvmeSample s;
@@ -114,7 +114,7 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
   for (int r = 0; r < std::max(reps, 1); ++r) {
     for (int f = 0; f < files; ++f) {
       auto t0 = Clock::now();
-      auto h = (*sw)->swap_out(name(f), buf->data(), bytes, SourceUse::borrow);  // zero-copy, as the engine swaps
+      auto h = (*sw)->swap_out(name(f), buf->data(), bytes, exec::SourceUse::borrow);  // zero-copy, as the engine swaps
       if (!h) return h.error();
       ZS_TRY(h->wait());
       if (r > 0 || reps < 2) tw.push_back(since(t0));  // a file's first write also fallocates: once per run
@@ -141,16 +141,16 @@ core::Result<NvmeSample> measure_nvme(const std::vector<std::string>& paths, con
 }
 
 core::Result<std::vector<std::pair<double, double>>> measure_nvme_idle(const std::vector<std::string>& paths,
-                                                                       const AioConfig& aio, int64_t bytes,
+                                                                       const exec::AioConfig& aio, int64_t bytes,
                                                                        const std::vector<double>& idles_s, int rounds) {
-  auto sw = Swapper::create(zero_copy_swapper_options(paths, aio));
+  auto sw = exec::Swapper::create(exec::zero_copy_swapper_options(paths, aio));
   if (!sw) return sw.error();
-  auto buf = PinnedBuffer::allocate(bytes, /*lock=*/true);  // page-locked, as the engine's swap buffers
+  auto buf = exec::PinnedBuffer::allocate(bytes, /*lock=*/true);  // page-locked, as the engine's swap buffers
   if (!buf) return buf.error();
   fill_swap_pattern(buf->data(), bytes);
   auto name = [](int f) { return "zerosim_idle_" + std::to_string(::getpid()) + "_" + std::to_string(f); };
   for (int f = 0; f < 2; ++f) {
-    auto h = (*sw)->swap_out(name(f), buf->data(), bytes, SourceUse::borrow);
+    auto h = (*sw)->swap_out(name(f), buf->data(), bytes, exec::SourceUse::borrow);
     if (!h) return h.error();
     ZS_TRY(h->wait());
   }
@@ -193,65 +193,47 @@ core::Result<std::vector<std::pair<double, double>>> measure_nvme_idle(const std
   return out;
 }
 
-core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
-  const auto t_start = Clock::now();
-  auto say = [&](const std::string& s) {
-    if (o.progress) o.progress(s);
-  };
-  for (const auto& path : o.nvme_paths) {  // a bad path fails now, not after the DRAM and Adam runs
-    auto d = default_io_env()->probe_dir(path);
+namespace {
+
+void say(const ProbeOptions& o, const std::string& s) {
+  if (o.progress) o.progress(s);
+}
+
+// A bad path fails at once, not after the DRAM and Adam runs.
+core::Status check_nvme_paths(const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    auto d = exec::default_io_env()->probe_dir(path);
     if (!d)
       return core::bad_input("nvme path '" + path + "' is not usable: " + d.error().message +
                              " (it must be an existing directory we can create files in)");
   }
-  ProbeResult r;
-  r.quick = o.quick;
-  r.cpus = available_cpus();
-  const int threads = o.max_threads > 0 ? std::min(o.max_threads, r.cpus) : r.cpus;
-  r.memory_GiB = static_cast<double>(physical_memory_bytes()) / core::kGiB;
-  r.numa_nodes = numa_node_count();
+  return {};
+}
 
-  // Working set: twice the last-level cache (so DRAM, not cache, is measured), 256 MiB..2 GiB, ≤ RAM/8.
+// Twice the last-level cache (so DRAM, not cache, is measured), 256 MiB..2 GiB, ≤ RAM/8; 32 MiB with --quick.
+int64_t dram_working_set_bytes(bool quick) {
   int64_t ws = std::clamp<int64_t>(2 * last_level_cache_bytes(), 256 << 20, int64_t{2} << 30);
   ws = std::min<int64_t>(ws, physical_memory_bytes() / 8);
-  if (o.quick) ws = 32 << 20;
-  const int reps = o.quick ? 2 : 3;
+  return quick ? 32 << 20 : ws;
+}
 
-  ThreadPool pool(threads);
-  r.dram.threads = threads;
-  r.dram.triad_GBps = triad_GBps(pool, ws / 3 / 8, reps);
-  say("dram: triad " + fmt("%.1f", r.dram.triad_GBps) + " GB/s (" + std::to_string(threads) + " threads, " +
-      bytes_text(ws) + " working set" + (o.quick ? ", --quick: may be cache-resident" : "") + ")");
-  {
-    ThreadPool one(1);
-    r.dram.triad_one_thread_GBps = triad_GBps(one, ws / 3 / 8, reps);
-    say("dram: triad " + fmt("%.1f", r.dram.triad_one_thread_GBps) + " GB/s on one thread");
-  }
+// STREAM triad over the working set on the pool's `threads`, then on one thread.
+void measure_triad(const ProbeOptions& o, exec::ThreadPool& pool, int threads, int64_t ws, int reps, DramResult& d) {
+  d.threads = threads;
+  d.triad_GBps = triad_GBps(pool, ws / 3 / 8, reps);
+  say(o, "dram: triad " + fmt("%.1f", d.triad_GBps) + " GB/s (" + std::to_string(d.threads) + " threads, " +
+             bytes_text(ws) + " working set" + (o.quick ? ", --quick: may be cache-resident" : "") + ")");
+  exec::ThreadPool one(1);
+  d.triad_one_thread_GBps = triad_GBps(one, ws / 3 / 8, reps);
+  say(o, "dram: triad " + fmt("%.1f", d.triad_one_thread_GBps) + " GB/s on one thread");
+}
 
-  const int64_t n = ws / 4 / 4;  // four fp32 arrays
-  r.dram.working_set_bytes = 4 * 4 * n;
-  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  HostBuffer pb = HostBuffer::allocate(bytes), gb = HostBuffer::allocate(bytes), mb = HostBuffer::allocate(bytes),
-             vb = HostBuffer::allocate(bytes);
-  if (!pb || !gb || !mb || !vb)
-    return core::io_error("probe: cannot allocate " + bytes_text(4 * static_cast<int64_t>(bytes)));
-  float *p = pb.as<float>(), *g = gb.as<float>(), *m = mb.as<float>(), *v = vb.as<float>();
-  std::fill(p, p + n, 0.5f);
-  std::fill(g, g + n, 1e-3f);
-  std::fill(m, m + n, 0.0f);
-  std::fill(v, v + n, 0.0f);
-  r.dram.adam_pattern_GBps = adam_pattern_GBps(pool, p, g, m, v, n, reps);
-  say("dram: Adam pattern (4 reads, 3 writes) " + fmt("%.1f", r.dram.adam_pattern_GBps) + " GB/s");
-
-  r.cpu_adam.kernel = to_string(best_adam_kernel());
-  AdamBuffers b;
-  b.params = p;
-  b.grads = g;
-  b.exp_avg = m;
-  b.exp_avg_sq = v;
-  b.n = n;
+// CPU Adam's params/s on 1, 2, 4, ... and all `threads` over `b`: the best of `reps` steps after a warm-up.
+core::Status measure_cpu_adam(const ProbeOptions& o, const exec::AdamBuffers& b, int threads, int reps,
+                              CpuAdamResult& a) {
+  a.kernel = to_string(exec::best_adam_kernel());
   for (int t : thread_counts(threads)) {
-    CpuAdam adam({}, {.threads = t});
+    exec::CpuAdam adam({}, {.threads = t});
     int64_t step = 1;
     ZS_TRY(adam.step(step++, b));  // warm-up
     double best = 1e30;
@@ -260,108 +242,159 @@ core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
       ZS_TRY(adam.step(step++, b));
       best = std::min(best, since(t0));
     }
-    const double pps = static_cast<double>(n) / best;
-    r.cpu_adam.by_threads.push_back({t, pps});
-    if (pps > r.cpu_adam.params_per_s) {
-      r.cpu_adam.params_per_s = pps;
-      r.cpu_adam.threads = t;
+    const double pps = static_cast<double>(b.n) / best;
+    a.by_threads.push_back({t, pps});
+    if (pps > a.params_per_s) {
+      a.params_per_s = pps;
+      a.threads = t;
     }
-    say("cpu_adam: " + std::to_string(t) + " thread" + (t > 1 ? "s " : " ") + fmt("%.3g", pps) + " params/s (" +
-        r.cpu_adam.kernel + ", " + fmt("%.1f", pps * 28 / 1e9) + " GB/s of Adam traffic)");
+    say(o, "cpu_adam: " + std::to_string(t) + " thread" + (t > 1 ? "s " : " ") + fmt("%.3g", pps) + " params/s (" +
+               a.kernel + ", " + fmt("%.1f", pps * 28 / 1e9) + " GB/s of Adam traffic)");
   }
-  pb = {};
-  gb = {};
-  mb = {};
-  vb = {};
+  return {};
+}
 
-  if (!o.nvme_paths.empty()) {
-    NvmeResult& nv = r.nvme;
-    nv.paths = o.nvme_paths;
-    nv.capacity_bytes = INT64_MAX;
-    for (const auto& path : o.nvme_paths) nv.capacity_bytes = std::min(nv.capacity_bytes, filesystem_bytes(path));
-    // Per aio config, 4 tensors of 64 MiB written, then after a pause read back in order, twice: the median swap.
-    // Training reads a state one step after it wrote it. A read that follows its write at once is served by the
-    // VM's or the drive's write cache: here the best of 2 immediate read-backs said 2.47 GB/s against 1.1-1.6 GB/s
-    // seen by the engine, and 13 MB read 0.4-1 s after their write take 6.4-7.0 ms against 4.6-4.9 ms at once.
-    nv.file_bytes = o.quick ? (16 << 20) : (64 << 20);
-    nv.files = o.quick ? 2 : 4;
-    nv.settle_s = o.quick ? 0.1 : kNvmeSettleS;
-    const std::vector<int64_t> blocks =
-        o.quick ? std::vector<int64_t>{1 << 20} : std::vector<int64_t>{256 << 10, 1 << 20, 4 << 20};
-    const std::vector<int> depths = {8, 32};
-    double best_sum = -1;
-    for (int64_t bs : blocks) {
-      for (int qd : depths) {
-        AioConfig aio;
-        aio.block_size = bs;
-        aio.queue_depth = qd;
-        auto s =
-            measure_nvme(o.nvme_paths, aio, nv.file_bytes, o.quick ? 1 : 2, true, &nv.warnings, nv.files, nv.settle_s);
-        if (!s) return s.error();
-        nv.sweep.push_back(*s);
-        say("nvme: block " + bytes_text(bs) + " qd " + std::to_string(qd) + ": read " + fmt("%.2f", s->read_GBps) +
-            " GB/s, write " + fmt("%.2f", s->write_GBps) + " GB/s");
-        if (s->read_GBps + s->write_GBps > best_sum) {
-          best_sum = s->read_GBps + s->write_GBps;
-          nv.best = *s;
-        }
+// The Adam access pattern over four fp32 arrays filling the working set, then CPU Adam on the same arrays.
+core::Status measure_adam(const ProbeOptions& o, exec::ThreadPool& pool, int threads, int64_t ws, int reps,
+                          DramResult& d, CpuAdamResult& a) {
+  const int64_t n = ws / 4 / 4;  // four fp32 arrays
+  d.working_set_bytes = 4 * 4 * n;
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  exec::HostBuffer pb = exec::HostBuffer::allocate(bytes), gb = exec::HostBuffer::allocate(bytes),
+                   mb = exec::HostBuffer::allocate(bytes), vb = exec::HostBuffer::allocate(bytes);
+  if (!pb || !gb || !mb || !vb)
+    return core::io_error("probe: cannot allocate " + bytes_text(4 * static_cast<int64_t>(bytes)));
+  float *p = pb.as<float>(), *g = gb.as<float>(), *m = mb.as<float>(), *v = vb.as<float>();
+  std::fill(p, p + n, 0.5f);
+  std::fill(g, g + n, 1e-3f);
+  std::fill(m, m + n, 0.0f);
+  std::fill(v, v + n, 0.0f);
+  d.adam_pattern_GBps = adam_pattern_GBps(pool, p, g, m, v, n, reps);
+  say(o, "dram: Adam pattern (4 reads, 3 writes) " + fmt("%.1f", d.adam_pattern_GBps) + " GB/s");
+  exec::AdamBuffers b;
+  b.params = p;
+  b.grads = g;
+  b.exp_avg = m;
+  b.exp_avg_sq = v;
+  b.n = n;
+  return measure_cpu_adam(o, b, threads, reps, a);
+}
+
+exec::AioConfig aio_config(int64_t block_size, int queue_depth) {
+  exec::AioConfig aio;
+  aio.block_size = block_size;
+  aio.queue_depth = queue_depth;
+  return aio;
+}
+
+// Per aio config, `files` tensors of file_bytes written, then after settle_s read back in order, twice: the median
+// swap. Training reads a state one step after it wrote it. A read that follows its write at once is served by the
+// VM's or the drive's write cache: here the best of 2 immediate read-backs said 2.47 GB/s against 1.1-1.6 GB/s seen
+// by the engine, and 13 MB read 0.4-1 s after their write take 6.4-7.0 ms against 4.6-4.9 ms at once. The best
+// (max read + write) is the recommended aio block_size and queue_depth.
+core::Status measure_nvme_sweep(const ProbeOptions& o, NvmeResult& nv) {
+  const std::vector<int64_t> blocks =
+      o.quick ? std::vector<int64_t>{1 << 20} : std::vector<int64_t>{256 << 10, 1 << 20, 4 << 20};
+  const std::vector<int> depths = {8, 32};
+  double best_sum = -1;
+  for (int64_t bs : blocks) {
+    for (int qd : depths) {
+      auto s = measure_nvme(o.nvme_paths, aio_config(bs, qd), nv.file_bytes, o.quick ? 1 : 2, true, &nv.warnings,
+                            nv.files, nv.settle_s);
+      if (!s) return s.error();
+      nv.sweep.push_back(*s);
+      say(o, "nvme: block " + bytes_text(bs) + " qd " + std::to_string(qd) + ": read " + fmt("%.2f", s->read_GBps) +
+                 " GB/s, write " + fmt("%.2f", s->write_GBps) + " GB/s");
+      if (s->read_GBps + s->write_GBps > best_sum) {
+        best_sum = s->read_GBps + s->write_GBps;
+        nv.best = *s;
       }
     }
-    for (const auto& w : nv.warnings)
-      if (w.find("O_DIRECT") != std::string::npos) nv.direct = false;
-    nv.measured = true;
-    say("nvme: best aio block_size " + std::to_string(nv.best.block_size) + ", queue_depth " +
-        std::to_string(nv.best.queue_depth));
-    // The per-swap fixed cost: the same swaps at half a MiB (the size of a small model's state file). With the
-    // sweep's median at file_bytes, time(bytes) = latency + bytes / rate through both points. This disk's small
-    // swaps change speed from one second to the next (512 KiB: 0.1 or 0.4-0.6 ms of latency, read at once), so
-    // they are timed at `moments` moments ~1 s apart, settled and at once, and the median of the moments' medians
-    // stands.
-    {
-      AioConfig aio;
-      aio.block_size = nv.best.block_size;
-      aio.queue_depth = nv.best.queue_depth;
-      nv.latency_bytes = 512 << 10;
-      const int moments = o.quick ? 1 : 5;
-      std::vector<NvmeSample> settled, hot;
-      for (int k = 0; k < moments; ++k) {
-        auto a = measure_nvme(o.nvme_paths, aio, nv.latency_bytes, 2, true, &nv.warnings, 4, nv.settle_s);
-        if (!a) return a.error();
-        settled.push_back(*a);
-        auto b = measure_nvme(o.nvme_paths, aio, nv.latency_bytes, o.quick ? 2 : 4, true, &nv.warnings, 4, 0);
-        if (!b) return b.error();
-        hot.push_back(*b);
-      }
-      auto s = median_sample(settled, nv.latency_bytes), hs = median_sample(hot, nv.latency_bytes);
-      auto fit = [&](double t1, double t2, double* rate_GBps, double* latency_s) {
-        const SwapLine l = fit_swap_line(nv.latency_bytes, t1, nv.file_bytes, t2);
-        *rate_GBps = l.rate_Bps / 1e9;
-        *latency_s = l.latency_s;
-      };
-      fit(s.read_median_s, nv.best.read_median_s, &nv.read_GBps, &nv.read_latency_s);
-      fit(s.write_median_s, nv.best.write_median_s, &nv.write_GBps, &nv.write_latency_s);
-      say("nvme: per-swap latency (512 KiB swaps): read " + fmt("%.0f", nv.read_latency_s * 1e6) + " us, write " +
-          fmt("%.0f", nv.write_latency_s * 1e6) + " us; rate beyond it: read " + fmt("%.2f", nv.read_GBps) +
-          " GB/s, write " + fmt("%.2f", nv.write_GBps) + " GB/s");
-      // Hot: the same two sizes read back at once (a model whose step is shorter than settle_s swaps such data).
-      auto hb = measure_nvme(o.nvme_paths, aio, nv.file_bytes, o.quick ? 1 : 2, true, &nv.warnings, nv.files, 0);
-      if (!hb) return hb.error();
-      fit(hs.read_median_s, hb->read_median_s, &nv.hot_read_GBps, &nv.hot_read_latency_s);
-      fit(hs.write_median_s, hb->write_median_s, &nv.hot_write_GBps, &nv.hot_write_latency_s);
-      say("nvme: read at once: " + fmt("%.0f", nv.hot_read_latency_s * 1e6) + " us + bytes at " +
-          fmt("%.2f", nv.hot_read_GBps) + " GB/s; write " + fmt("%.0f", nv.hot_write_latency_s * 1e6) +
-          " us + bytes at " + fmt("%.2f", nv.hot_write_GBps) + " GB/s");
-    }
   }
+  for (const auto& w : nv.warnings)
+    if (w.find("O_DIRECT") != std::string::npos) nv.direct = false;
+  say(o, "nvme: best aio block_size " + std::to_string(nv.best.block_size) + ", queue_depth " +
+             std::to_string(nv.best.queue_depth));
+  return {};
+}
 
+// The per-swap fixed cost: the same swaps at half a MiB (the size of a small model's state file). With the sweep's
+// median at file_bytes, time(bytes) = latency + bytes / rate through both points. This disk's small swaps change
+// speed from one second to the next (512 KiB: 0.1 or 0.4-0.6 ms of latency, read at once), so they are timed at
+// `moments` moments ~1 s apart, settled and at once, and the median of the moments' medians stands.
+core::Status measure_nvme_lines(const ProbeOptions& o, NvmeResult& nv) {
+  const exec::AioConfig aio = aio_config(nv.best.block_size, nv.best.queue_depth);
+  nv.latency_bytes = 512 << 10;
+  const int moments = o.quick ? 1 : 5;
+  std::vector<NvmeSample> settled, hot;
+  for (int k = 0; k < moments; ++k) {
+    auto a = measure_nvme(o.nvme_paths, aio, nv.latency_bytes, 2, true, &nv.warnings, 4, nv.settle_s);
+    if (!a) return a.error();
+    settled.push_back(*a);
+    auto b = measure_nvme(o.nvme_paths, aio, nv.latency_bytes, o.quick ? 2 : 4, true, &nv.warnings, 4, 0);
+    if (!b) return b.error();
+    hot.push_back(*b);
+  }
+  auto s = median_sample(settled, nv.latency_bytes), hs = median_sample(hot, nv.latency_bytes);
+  auto fit = [&](double t1, double t2, double* rate_GBps, double* latency_s) {
+    const SwapLine l = fit_swap_line(nv.latency_bytes, t1, nv.file_bytes, t2);
+    *rate_GBps = l.rate_Bps / 1e9;
+    *latency_s = l.latency_s;
+  };
+  fit(s.read_median_s, nv.best.read_median_s, &nv.read_GBps, &nv.read_latency_s);
+  fit(s.write_median_s, nv.best.write_median_s, &nv.write_GBps, &nv.write_latency_s);
+  say(o, "nvme: per-swap latency (512 KiB swaps): read " + fmt("%.0f", nv.read_latency_s * 1e6) + " us, write " +
+             fmt("%.0f", nv.write_latency_s * 1e6) + " us; rate beyond it: read " + fmt("%.2f", nv.read_GBps) +
+             " GB/s, write " + fmt("%.2f", nv.write_GBps) + " GB/s");
+  // Hot: the same two sizes read back at once (a model whose step is shorter than settle_s swaps such data).
+  auto hb = measure_nvme(o.nvme_paths, aio, nv.file_bytes, o.quick ? 1 : 2, true, &nv.warnings, nv.files, 0);
+  if (!hb) return hb.error();
+  fit(hs.read_median_s, hb->read_median_s, &nv.hot_read_GBps, &nv.hot_read_latency_s);
+  fit(hs.write_median_s, hb->write_median_s, &nv.hot_write_GBps, &nv.hot_write_latency_s);
+  say(o, "nvme: read at once: " + fmt("%.0f", nv.hot_read_latency_s * 1e6) + " us + bytes at " +
+             fmt("%.2f", nv.hot_read_GBps) + " GB/s; write " + fmt("%.0f", nv.hot_write_latency_s * 1e6) +
+             " us + bytes at " + fmt("%.2f", nv.hot_write_GBps) + " GB/s");
+  return {};
+}
+
+// The NVMe part: the aio sweep at file_bytes, then the swap lines through a small size, settled and at once.
+core::Status measure_nvme_paths(const ProbeOptions& o, NvmeResult& nv) {
+  nv.paths = o.nvme_paths;
+  nv.capacity_bytes = INT64_MAX;
+  for (const auto& path : o.nvme_paths) nv.capacity_bytes = std::min(nv.capacity_bytes, exec::filesystem_bytes(path));
+  nv.file_bytes = o.quick ? (16 << 20) : (64 << 20);
+  nv.files = o.quick ? 2 : 4;
+  nv.settle_s = o.quick ? 0.1 : kNvmeSettleS;
+  ZS_TRY(measure_nvme_sweep(o, nv));
+  nv.measured = true;
+  return measure_nvme_lines(o, nv);
+}
+
+}  // namespace
+
+core::Result<ProbeResult> run_probe(const ProbeOptions& o) {
+  const auto t_start = Clock::now();
+  ZS_TRY(check_nvme_paths(o.nvme_paths));
+  ProbeResult r;
+  r.quick = o.quick;
+  r.cpus = exec::available_cpus();
+  const int threads = o.max_threads > 0 ? std::min(o.max_threads, r.cpus) : r.cpus;
+  r.memory_GiB = static_cast<double>(physical_memory_bytes()) / core::kGiB;
+  r.numa_nodes = numa_node_count();
+  const int64_t ws = dram_working_set_bytes(o.quick);
+  const int reps = o.quick ? 2 : 3;
+  exec::ThreadPool pool(threads);
+  measure_triad(o, pool, threads, ws, reps, r.dram);
+  ZS_TRY(measure_adam(o, pool, threads, ws, reps, r.dram, r.cpu_adam));
+  if (!o.nvme_paths.empty()) ZS_TRY(measure_nvme_paths(o, r.nvme));
   r.gpu.probed = false;
   if (!o.gpu) {
     r.gpu.note = "not requested (--gpu)";
   } else {
-    // The GPU probes (exec/cuda/gpu_probe.h) live with the CUDA device and this library is host-only: a CUDA build's
-    // CLI calls probe_gpu itself and does not ask run_probe for the GPU.
+    // The GPU probes (probe/cuda/gpu_probe.h) live with the CUDA device and this library is host-only: a CUDA
+    // build's CLI calls probe_gpu itself and does not ask run_probe for the GPU.
     r.gpu.note = "no GPU: this build has no CUDA device support; GPU probes skipped";
-    say("gpu: " + r.gpu.note);
+    say(o, "gpu: " + r.gpu.note);
   }
   r.seconds = since(t_start);
   return r;
@@ -440,4 +473,4 @@ core::Hardware apply_probe(core::Hardware h, const ProbeResult& r) {
   return h;
 }
 
-}  // namespace zs::exec
+}  // namespace zs::probe

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "core/cost_model.h"
-#include "exec/host_probe.h"
-#include "exec/probe.h"
+#include "probe/host_probe.h"
+#include "probe/probe.h"
 
-namespace zs::exec {
+namespace zs::probe {
 
 double role_scaled_fit_rms(const core::Hardware& h, const HostDeviceProbe& p) {
   if (p.forward_ops.size() != p.forward_s.size()) return 0;
@@ -230,14 +230,13 @@ HostDeviceProbe with_run_cpu_ops(HostDeviceProbe p, const core::Hardware& base, 
   p.adam_op_scale = p.cast_op_scale = 1;
   p.cpu_ops_from.clear();
   const core::CostModel c = core::cost_model_for(apply_host_probe(base, p), core::Precision::bf16);
-  const double T = static_cast<double>(c.cpu_pool_threads);
   std::vector<std::pair<double, double>> v[2];  // [0] Adam, [1] the cast: (measured − wake-up, priced work)
   for (const auto& x : ops) {
     const double work = core::compute_time_s(c, x.op);
     if (work <= 0 || x.took_s <= 0) continue;
-    double wake = 0;  // as sim/executor.cpp prices a sleeping pool: the caller alone until the workers join
-    if (T > 1 && c.cpu_pool_wake_s > 0 && x.rest_s > c.stream_spin_s)
-      wake = std::min(std::max(0.0, c.cpu_pool_wake_s - x.after_s), work * T) * (T - 1) / T;
+    double wake = 0;  // as the simulator prices a sleeping pool: the workers join cpu_pool_wake_s after the run's start
+    if (c.cpu_pool_threads > 1 && c.cpu_pool_wake_s > 0 && x.rest_s > c.stream_spin_s)
+      wake = core::cpu_pool_wake_extra_s(c, work, c.cpu_pool_wake_s - x.after_s);
     v[x.op.kind == core::OpKind::cast_cpu ? 1 : 0].emplace_back(x.took_s - wake, work);
   }
   double scale[2] = {1, 1};
@@ -430,4 +429,4 @@ core::Hardware apply_host_probe(core::Hardware h, const HostDeviceProbe& p) {
   return h;
 }
 
-}  // namespace zs::exec
+}  // namespace zs::probe

@@ -1,7 +1,7 @@
 // The GPU probe (gpu_probe.h). Device work is timed with CUDA events on one non-blocking stream: warm-up calls,
 // then `repeats` timed windows; the median window stands. Pageable copies are timed on the host clock around the
 // call and a stream synchronize: the CPU stages them through a driver buffer, partly before the call returns.
-#include "exec/cuda/gpu_probe.h"
+#include "probe/cuda/gpu_probe.h"
 
 #include <cuda_runtime.h>
 
@@ -21,7 +21,7 @@
 #include "exec/cuda/gemm.h"
 #include "exec/dtype.h"
 
-namespace zs::exec {
+namespace zs::probe {
 namespace {
 
 struct DeviceFree {
@@ -131,7 +131,7 @@ core::Status fill_random(const std::vector<void*>& dst, int64_t n) {
   uint64_t x = 0x9E3779B97F4A7C15ull;
   for (auto& e : h) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64
-    e = from_f32<T>(static_cast<float>(static_cast<int64_t>(x >> 40) - (int64_t{1} << 23)) / float(1 << 23));
+    e = exec::from_f32<T>(static_cast<float>(static_cast<int64_t>(x >> 40) - (int64_t{1} << 23)) / float(1 << 23));
   }
   for (void* d : dst) ZS_CUDA_TRY(cudaMemcpy(d, h.data(), sizeof(T) * h.size(), cudaMemcpyHostToDevice));
   return {};
@@ -157,7 +157,7 @@ struct Linear {
 // One GPT block's linear layers, forward then backward (dW + dinp), each `calls` times back to back per timed
 // window (so cuBLASLt's per-call host work overlaps the previous GEMM, as in the engine). Returns Σ flops / Σ time.
 template <class T>
-core::Result<double> time_block(CublasLtGemm& g, Timer& t, const GpuProbeOptions& o, const char* dtype,
+core::Result<double> time_block(exec::CublasLtGemm& g, Timer& t, const GpuProbeOptions& o, const char* dtype,
                                 const std::vector<Linear>& lin, void* X, void* Y, void* W, void* dW, void* dX, void* dY,
                                 int calls, std::vector<GpuGemmSample>& out) {
   double flops = 0, seconds = 0;
@@ -169,7 +169,7 @@ core::Result<double> time_block(CublasLtGemm& g, Timer& t, const GpuProbeOptions
           if (bwd)
             ZS_TRY(g.matmul_backward<T>(static_cast<T*>(dX), static_cast<T*>(dW), nullptr, static_cast<const T*>(dY),
                                         static_cast<const T*>(X), static_cast<const T*>(W), N, l.in, l.out, o.layout,
-                                        GradWrite::overwrite, false, t.s));
+                                        exec::GradWrite::overwrite, false, t.s));
           else
             ZS_TRY(g.matmul_forward<T>(static_cast<T*>(Y), static_cast<const T*>(X), static_cast<const T*>(W), nullptr,
                                        N, l.in, l.out, o.layout, t.s));
@@ -210,7 +210,7 @@ core::Status probe_gemms(const GpuProbeOptions& o, Timer& t, GpuResult& r,
   }
   void *X = buf[0].get(), *Y = buf[1].get(), *W = buf[2].get(), *dW = buf[3].get(), *dX = buf[4].get(),
        *dY = buf[5].get();
-  auto g = CublasLtGemm::create();
+  auto g = exec::CublasLtGemm::create();
   if (!g) return g.error();
   const int calls = o.quick ? 2 : 5;
   r.gemm_tokens = N;
@@ -218,8 +218,8 @@ core::Status probe_gemms(const GpuProbeOptions& o, Timer& t, GpuResult& r,
   r.gemm_ffn = F;
   r.gemm_square = S;
 
-  ZS_TRY(fill_random<bf16_t>({X, W, dY}, elems));
-  auto bf = time_block<bf16_t>(*g, t, o, "bf16", lin, X, Y, W, dW, dX, dY, calls, r.gemms);
+  ZS_TRY(fill_random<exec::bf16_t>({X, W, dY}, elems));
+  auto bf = time_block<exec::bf16_t>(*g, t, o, "bf16", lin, X, Y, W, dW, dX, dY, calls, r.gemms);
   if (!bf) return bf.error();
   r.gemm_bf16_tflops = *bf;
   std::string why_no_peak;
@@ -241,8 +241,8 @@ core::Status probe_gemms(const GpuProbeOptions& o, Timer& t, GpuResult& r,
   // The square GEMM (bf16, forward): what cuBLAS reaches on an ideal shape.
   auto sq = time_events(t, [&]() -> core::Status {
     for (int c = 0; c < calls; ++c)
-      ZS_TRY(g->matmul_forward<bf16_t>(static_cast<bf16_t*>(Y), static_cast<const bf16_t*>(X),
-                                       static_cast<const bf16_t*>(W), nullptr, S, S, S, o.layout, t.s));
+      ZS_TRY(g->matmul_forward<exec::bf16_t>(static_cast<exec::bf16_t*>(Y), static_cast<const exec::bf16_t*>(X),
+                                             static_cast<const exec::bf16_t*>(W), nullptr, S, S, S, o.layout, t.s));
     return {};
   });
   if (!sq) return sq.error();
@@ -257,8 +257,8 @@ core::Status probe_gemms(const GpuProbeOptions& o, Timer& t, GpuResult& r,
   r.gemm_square_bf16_tflops = x.tflops;
   say("gpu: GEMM bf16 " + std::to_string(S) + "^3: " + fmt("%.1f", x.tflops) + " TFLOPS");
 
-  ZS_TRY(fill_random<fp16_t>({X, W, dY}, elems));
-  auto fp = time_block<fp16_t>(*g, t, o, "fp16", lin, X, Y, W, dW, dX, dY, calls, r.gemms);
+  ZS_TRY(fill_random<exec::fp16_t>({X, W, dY}, elems));
+  auto fp = time_block<exec::fp16_t>(*g, t, o, "fp16", lin, X, Y, W, dW, dX, dY, calls, r.gemms);
   if (!fp) return fp.error();
   r.gemm_fp16_tflops = *fp;
   say("gpu: GEMM fp16 " + fmt("%.1f", *fp) + " TFLOPS over the same GEMMs");
@@ -358,7 +358,7 @@ core::Status probe_pcie(const GpuProbeOptions& o, Timer& t, GpuResult& r,
 
 core::Result<GpuProbeResult> probe_gpu(const GpuProbeOptions& opts) {
   const auto t_start = std::chrono::steady_clock::now();
-  const CudaAvailability a = cuda_available();
+  const exec::CudaAvailability a = exec::cuda_available();
   if (!a.usable) return core::Error{core::ErrorKind::unsupported, a.reason + "; GPU probes skipped"};
   if (opts.device < 0 || opts.device >= a.device_count)
     return core::bad_input("gpu probe: device " + std::to_string(opts.device) + " does not exist (" +
@@ -405,4 +405,4 @@ core::Result<GpuProbeResult> probe_gpu(const GpuProbeOptions& opts) {
   return r;
 }
 
-}  // namespace zs::exec
+}  // namespace zs::probe
