@@ -3,7 +3,8 @@
 # model x hardware x DeepSpeed config, one sha256 per output. The plan's `layout` section is left out of its hash
 # (it is the plan's own record of the layout, added after the hashes were first recorded), and so are simulate's
 # `simulation.wall_s` and `simulation.peak_rss_bytes` (how long and how much memory the simulator took on this
-# machine). Every other value counts, and the exit code is part of each line. JSON is compared as jq -c prints it.
+# machine). Every other value counts, and the exit code is part of each line. JSON is compared as jq -c prints it,
+# and the shipped inputs' absolute paths (which name the checkout) as <root>/models/..., <root>/configs/...
 #   scripts/golden_outputs.sh [ZEROSIM]            print the lines (sorted) to stdout
 #   scripts/golden_outputs.sh --record [ZEROSIM]   write them to tests/data/golden/outputs.sha256
 #   scripts/golden_outputs.sh --check [ZEROSIM]    fail, naming each case, when a line differs from the record
@@ -32,7 +33,7 @@ one_case() {
           jq -c 'del(.layout)' "$out.raw" >"$out" 2>/dev/null || cp "$out.raw" "$out"
           rm -f "$out.raw" ;;
   esac
-  echo "$(sha256sum <"$out" | cut -c1-64) $rc $command $model $hardware $config"
+  echo "$(sed -E 's#/[^" ]*/(models|configs)/#<root>/\1/#g' "$out" | sha256sum | cut -c1-64) $rc $command $model $hardware $config"
   rm -f "$out"
 }
 export -f one_case
@@ -54,7 +55,7 @@ lines=$(cases | xargs -P "$(nproc)" -L1 bash -c 'one_case "$0" "$@"' "$zerosim" 
 case "$mode" in
   print) echo "$lines" ;;
   record)
-    { echo "# scripts/golden_outputs.sh --record at $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    { echo "# scripts/golden_outputs.sh --record with ${ZEROSIM_BUILT_FROM:-the binary built from $(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
       echo "$lines"; } >"$record.tmp"
     mv "$record.tmp" "$record"
     echo "golden_outputs: recorded $(echo "$lines" | wc -l) outputs in ${record#$root/}" ;;
