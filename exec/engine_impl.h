@@ -334,6 +334,7 @@ struct Engine::Impl {
   // engine_transfer.cpp
   Status checkpoint_to_host(const core::Op& op);
   Status checkpoint_from_host(const core::Op& op);
+  Status move_checkpoint(const core::Op& op, bool to_host);
   Status read_params_from_nvme(const core::Op& op);  // stage 3 fetch: NVMe → parameter swap buffer
   Status fetch_params_to_gpu(const core::Op& op);    // stage 3 fetch: host partition → gathered copy
   Status move_grad_partitions(const core::Op& op);   // lp gradients between a bucket and host memory

@@ -48,33 +48,27 @@ Result<size_t> Engine::Impl::one_group(const core::Op& op) const {
   return g0;
 }
 
-// Activation checkpoints to and from pinned host memory (cpu_checkpointing).
-Status Engine::Impl::checkpoint_to_host(const core::Op& op) {
-  const int64_t l = act_layer(op);
-  const int64_t bytes = act_plan.per_layer_checkpoint;
-  auto cpu = ensure_act(slot_checkpoint_cpu(l), bytes, "activation checkpoints (CPU)");
-  if (!cpu) return cpu.error();
-  auto gpu = acts.find(slot_checkpoint_gpu(l));
-  if (gpu == acts.end()) return internal(where(op, TensorKind::activation) + ": no checkpoint to move");
-  Keep keep = {*cpu, gpu->second};
-  auto src = gpu->second, dst = *cpu;
-  launch(op, {}, {rid(Res::act, slot_checkpoint_gpu(l)), rid(Res::act, slot_checkpoint_cpu(l))},
-         [this, src, dst, bytes, keep](void* st) { return K->copy(dst->data(), src->data(), bytes, st); });
-  free_act(slot_checkpoint_gpu(l));
-  return {};
-}
+// Activation checkpoints to and from pinned host memory (cpu_checkpointing). Out, the GPU copy is freed once
+// the copy is issued; back in, the host copy stays for the next micro-step's recompute.
+Status Engine::Impl::checkpoint_to_host(const core::Op& op) { return move_checkpoint(op, true); }
+Status Engine::Impl::checkpoint_from_host(const core::Op& op) { return move_checkpoint(op, false); }
 
-Status Engine::Impl::checkpoint_from_host(const core::Op& op) {
+Status Engine::Impl::move_checkpoint(const core::Op& op, bool to_host) {
   const int64_t l = act_layer(op);
   const int64_t bytes = act_plan.per_layer_checkpoint;
-  auto gpu = ensure_act(slot_checkpoint_gpu(l), bytes, "activation checkpoints");
-  if (!gpu) return gpu.error();
-  auto cpu = acts.find(slot_checkpoint_cpu(l));
-  if (cpu == acts.end()) return internal(where(op, TensorKind::activation) + ": no host checkpoint to bring back");
-  Keep keep = {*gpu, cpu->second};
-  auto src = cpu->second, dst = *gpu;
+  const int64_t from = to_host ? slot_checkpoint_gpu(l) : slot_checkpoint_cpu(l);
+  const int64_t to = to_host ? slot_checkpoint_cpu(l) : slot_checkpoint_gpu(l);
+  auto dst_buf = ensure_act(to, bytes, to_host ? "activation checkpoints (CPU)" : "activation checkpoints");
+  if (!dst_buf) return dst_buf.error();
+  auto src_it = acts.find(from);
+  if (src_it == acts.end())
+    return internal(where(op, TensorKind::activation) +
+                    (to_host ? ": no checkpoint to move" : ": no host checkpoint to bring back"));
+  Keep keep = {*dst_buf, src_it->second};
+  auto src = src_it->second, dst = *dst_buf;
   launch(op, {}, {rid(Res::act, slot_checkpoint_gpu(l)), rid(Res::act, slot_checkpoint_cpu(l))},
          [this, src, dst, bytes, keep](void* st) { return K->copy(dst->data(), src->data(), bytes, st); });
+  if (to_host) free_act(from);
   return {};
 }
 
