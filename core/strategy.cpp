@@ -387,11 +387,14 @@ void merge_into(nlohmann::ordered_json& dst, const Json& src) {
 }
 
 Result<Strategy> from_json(Json root, const std::string& file, const RunSettings& run) {
+  const std::string config_text = root.dump();
+  ZS_TRY(apply_config_changes(root, run.config_changes, file));
   if (run.nodes < 1 || run.gpus_per_node < 1)
     return bad_input(file + ": world size must be at least 1 (nodes " + std::to_string(run.nodes) +
                      " × gpus_per_node " + std::to_string(run.gpus_per_node) + ")");
   Strategy s;
   s.source = file;
+  s.config_text = config_text;
   s.run = run;
   ZS_TRY(resolve_hf_autos(root, file, run, s.notes));
   ZS_TRY(sweep_autos(root, "", file, false, false, s.notes));
@@ -463,6 +466,10 @@ Result<Strategy> load_ds_config(const std::string& path, const RunSettings& run)
   auto j = read_json_file(path);
   if (!j) return j.error();
   return from_json(std::move(*j), path, run);
+}
+
+Result<Strategy> reload_strategy(const Strategy& s, const RunSettings& run) {
+  return parse_ds_config_text(s.config_text, s.source, run);
 }
 
 Result<Strategy> load_strategy(const std::string& name_or_path, const RunSettings& run) {

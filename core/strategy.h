@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config_change.h"
 #include "core/launch.h"
 #include "core/status.h"
 
@@ -160,11 +161,14 @@ struct RunSettings {
   std::optional<Precision> hf_precision;  // HF --fp16 / --bf16 for fp16/bf16.enabled "auto"; unset → both false
   LaunchSettings launch;  // launcher, CPU threads per rank, core binding, attention implementation (launch.h)
   DeepSpeedVersion deepspeed_version;  // default: the newest modelled
+  // ds_config changes applied to the file before it is read (`--set`, a fit suggestion's patch), in order.
+  std::vector<ConfigChange> config_changes;
   int64_t world() const { return nodes * gpus_per_node; }
 };
 
 struct Strategy {
-  std::string source;  // file path
+  std::string source;       // file path
+  std::string config_text;  // the file as read, before run.config_changes (see reload_strategy)
   ZeroConfig zero;
   AioConfig aio;
   ActivationCheckpointing activation_checkpointing;
@@ -198,6 +202,8 @@ struct Strategy {
 Result<Strategy> load_ds_config(const std::string& path, const RunSettings& run);
 // Same from text already in memory (`source` names it in messages); used by tests.
 Result<Strategy> parse_ds_config_text(const std::string& text, const std::string& source, const RunSettings& run);
+// The same file read again under other run settings (other config_changes, micro batch, ...), without I/O.
+Result<Strategy> reload_strategy(const Strategy& s, const RunSettings& run);
 // Resolve a name or path (see paths.h) and load it.
 Result<Strategy> load_strategy(const std::string& name_or_path, const RunSettings& run);
 
