@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   auto h = zs::core::load_hardware("dgx2");
   zs::core::RunSettings run;
   run.gpus_per_node = 1;
-  run.seq_len = m->max_seq_len;
+  run.seq_len = zs::core::default_seq_len(*m);
   run.hidden = m->hidden;
   auto s = zs::core::load_strategy("zero3-offload-nvme", run);
   if (!m || !h || !s) return 2;

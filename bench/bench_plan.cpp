@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     run.nodes = c.nodes;
     run.gpus_per_node = c.gpus_per_node;
     run.checkpoint_activations = c.checkpoint_activations;
-    run.seq_len = m ? m->max_seq_len : 0;
+    run.seq_len = m ? zs::core::default_seq_len(*m) : 0;
     run.hidden = m ? m->hidden : 0;
     auto s = load_strategy(c.config, run);
     if (!m || !h || !s) {

@@ -56,7 +56,7 @@ bool run_scenario(const Scenario& sc, Run* out) {
   core::RunSettings run;
   run.nodes = sc.nodes;
   run.gpus_per_node = sc.gpus_per_node;
-  run.seq_len = m->max_seq_len;
+  run.seq_len = zs::core::default_seq_len(*m);
   run.hidden = m->hidden;
   run.checkpoint_activations = sc.checkpoint;
   auto s = core::load_strategy(sc.config, run);

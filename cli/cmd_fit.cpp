@@ -9,8 +9,11 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/not_fitting.h"
 #include "core/estimator.h"
+#include "core/json_reader.h"
 #include "core/memory.h"
+#include "core/patch.h"
 
 namespace zs::cli {
 namespace {
@@ -71,6 +74,7 @@ json deepspeed_estimate_json(const Inputs& in, const core::MemoryReport& r, std:
 json fit_json(const Inputs& in, const core::MemoryReport& r, const std::vector<core::Suggestion>& sug, const json& est) {
   json j;
   j["fits"] = r.fits;
+  j["verdict"] = core::to_string(core::verdict(r));  // fits | tight (under 3% headroom) | does_not_fit
   j["binding_tier"] = r.binding ? json(core::to_string(*r.binding)) : json(nullptr);
   j["model"] = {{"name", in.model.name}, {"params", r.sizes.params}, {"largest_layer_params", r.sizes.largest_module}};
   j["hardware"] = {{"name", in.hardware.name}, {"file", in.hardware.file}};
@@ -90,10 +94,10 @@ json fit_json(const Inputs& in, const core::MemoryReport& r, const std::vector<c
                                  {"fits", tr.fits()},                   {"breakdown", b}};
   }
   j["tiers"] = tiers;
-  json s = json::array();
-  for (const auto& x : sug) s.push_back({{"text", x.text}, {"fits", x.fits}, {"cost_rank", x.cost_rank}});
-  j["suggestions"] = s;
+  j["suggestions"] = suggestions_json(sug);
+  j["limits"] = limits_json(r);
   j["problems"] = r.problems;
+  if (!in.warnings.empty()) j["warnings"] = in.warnings;
   j["notes"] = r.notes;
   for (const auto& n : in.strategy.notes) j["notes"].push_back(n);
   j["deepspeed_estimate"] = est;
@@ -107,11 +111,13 @@ void print_human(const Inputs& in, const core::MemoryReport& r, const std::vecto
   std::printf("%s (%.2fB params) on %s: %lld node x %lld GPU, %s\n", in.model.name.c_str(), r.sizes.params / 1e9,
               in.hardware.name.c_str(), static_cast<long long>(s.run.nodes), static_cast<long long>(s.run.gpus_per_node),
               s.source.c_str());
-  std::printf("ZeRO-%d, optimizer %s, params %s, %s, seq %lld, micro batch %lld, GA %lld%s\n\n", s.zero.stage,
+  std::printf("ZeRO-%d, optimizer %s, params %s, %s, %s, micro batch %lld, GA %lld%s\n", s.zero.stage,
               core::to_string(s.zero.offload_optimizer.device).c_str(), core::to_string(s.zero.offload_param.device).c_str(),
-              core::to_string(s.model_dtype()).c_str(), static_cast<long long>(s.run.seq_len),
+              core::to_string(s.model_dtype()).c_str(), seq_len_text(in).c_str(),
               static_cast<long long>(s.micro_batch_per_gpu), static_cast<long long>(s.gradient_accumulation_steps),
               s.activation_checkpointing.enabled ? ", activation checkpointing" : "");
+  for (const auto& w : in.warnings) std::printf("warning: %s\n", w.c_str());
+  std::printf("\n");
   std::printf("  %-5s %12s %12s %6s  %-9s %s\n", "tier", "required", "capacity", "use", "scope", "largest items");
   for (core::Tier t : core::kTiers) {
     const auto& tr = r.tier(t);
@@ -130,7 +136,14 @@ void print_human(const Inputs& in, const core::MemoryReport& r, const std::vecto
     std::printf("  (CPU pinned: %s — counts against ulimit -l)\n", core::format_bytes(r.tier(core::Tier::cpu).pinned_bytes).c_str());
   std::printf("\n");
   for (const auto& p : r.problems) std::printf("problem: %s\n", p.c_str());
-  if (r.fits) {
+  if (r.fits && core::verdict(r) == core::Verdict::tight) {
+    const auto& b = r.tier(*r.binding);
+    std::printf("verdict: TIGHT (tightest tier %s, %s headroom = %.1f%% of %s: under %.0f%%, within the memory model's "
+                "uncertainty; it may not fit)\n",
+                core::to_string(*r.binding).c_str(), core::format_bytes(b.headroom_bytes()).c_str(),
+                100.0 * static_cast<double>(b.headroom_bytes()) / static_cast<double>(b.capacity_bytes),
+                core::format_bytes(b.capacity_bytes).c_str(), 100 * core::kTightHeadroomFraction);
+  } else if (r.fits) {
     const auto& b = r.tier(*r.binding);
     std::printf("verdict: FITS (tightest tier %s, %s headroom)\n", core::to_string(*r.binding).c_str(),
                 core::format_bytes(b.headroom_bytes()).c_str());
@@ -144,13 +157,48 @@ void print_human(const Inputs& in, const core::MemoryReport& r, const std::vecto
                 core::format_bytes(b.required_bytes).c_str(), core::format_bytes(b.capacity_bytes).c_str(),
                 core::format_bytes(-b.headroom_bytes()).c_str());
   }
-  if (!sug.empty()) {
-    std::printf("fixes, cheapest first:\n");
-    for (size_t i = 0; i < sug.size() && i < 8; ++i)
-      std::printf("  %s %s\n", sug[i].fits ? "✓" : "-", sug[i].text.c_str());
-  }
+  print_fixes(sug, sug.size(),
+              "fixes, cheapest first (✓ fits, ~ tight, - helps; --apply-fix N --write-config FILE writes one):");
+  print_limits(r);
   if (!est_line.empty()) std::printf("%s\n", est_line.c_str());
   for (const auto& n : s.notes) std::printf("note: %s\n", n.c_str());
+}
+
+// --apply-fix N --write-config FILE: the ds_config as read from disk with fix N's patch, written atomically; the
+// run flags the fix needs besides. Exit 0 when written, 2 for a bad N, 3 when the file cannot be written.
+int write_fix(const Inputs& in, const InputFlags& flags, const std::vector<core::Suggestion>& sug, int n,
+              const std::string& path, std::ostream& msg) {
+  if (sug.empty()) {
+    std::cerr << "zerosim fit: --apply-fix " << n << ": there are no fixes to apply ("
+              << (core::memory_model(in.model, in.hardware, in.strategy).fits ? "it fits as it is" : "none found")
+              << ")\n";
+    return 2;
+  }
+  if (n < 1 || static_cast<size_t>(n) > sug.size()) {
+    std::cerr << "zerosim fit: --apply-fix " << n << ": out of range; the fixes are numbered 1 to " << sug.size()
+              << "\n";
+    return 2;
+  }
+  const core::Suggestion& fix = sug[static_cast<size_t>(n - 1)];
+  auto text = core::patched_config_file(in.strategy, fix.changes);
+  if (!text) {
+    std::cerr << "zerosim fit: " << text.error().message << "\n";
+    return exit_code_for(text.error());
+  }
+  if (core::Status st = core::write_file_atomic(path, *text); !st.ok()) {
+    std::cerr << "zerosim fit: " << st.message() << "\n";
+    return exit_code_for(st.error());
+  }
+  const size_t k = fix.changes.size();
+  msg << "wrote " << path << ": " << in.strategy.source << " with fix " << n << " ("
+      << (k == 0 ? std::string("no ds_config change") : std::to_string(k) + " ds_config change" + (k == 1 ? "" : "s"))
+      << ")\n";
+  // The file holds what --set (and --micro-batch / --grad-accum over explicit values) changed: given again, a --set
+  // could undo a key the fix changes, so it is left out; the batch flags are as before (they fill "auto").
+  if (!flags.set.empty()) msg << "  it holds this run's --set changes: leave those --set flags out\n";
+  if (!fix.run_changes.empty())
+    msg << "also pass " << core::describe(fix.run_changes) << " (in place of the same flags given before)\n";
+  return 0;
 }
 
 }  // namespace
@@ -159,12 +207,25 @@ void add_fit(CLI::App& app, int& exit_code) {
   struct Opts {
     InputFlags in;
     bool json = false;
+    int apply_fix = 0;
+    std::string write_config;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("fit", "does it fit? per-tier memory (GPU, CPU, NVMe), the verdict and ranked fixes");
   add_input_flags(*sub, o->in);
   sub->add_flag("--json", o->json, "print the report as JSON");
-  sub->callback([o, &exit_code] {
+  auto* apply =
+      sub->add_option("--apply-fix", o->apply_fix, "with --write-config: write fix N (as numbered in the list)");
+  auto* write = sub->add_option("--write-config", o->write_config,
+                                "with --apply-fix: write the ds_config with that fix applied to FILE (keys, order and "
+                                "\"auto\" values of the file kept)");
+  sub->callback([o, &exit_code, apply, write] {
+    if ((apply->count() > 0) != (write->count() > 0)) {
+      std::cerr << "zerosim fit: --apply-fix N and --write-config FILE go together: the fix to apply and where to "
+                   "write the ds_config\n";
+      exit_code = 2;
+      return;
+    }
     auto in = load_inputs(o->in);
     if (!in) {
       std::cerr << "zerosim fit: " << in.error().message << "\n";
@@ -180,6 +241,11 @@ void add_fit(CLI::App& app, int& exit_code) {
     else
       print_human(*in, r, sug, est_line);
     exit_code = r.fits ? 0 : 1;
+    if (apply->count() > 0) {
+      if (!o->json) std::printf("\n");
+      std::cout << std::flush;
+      exit_code = write_fix(*in, o->in, sug, o->apply_fix, o->write_config, o->json ? std::cerr : std::cout);
+    }
   });
 }
 

@@ -9,17 +9,46 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "core/memory.h"
 #include "core/plan.h"
 
 namespace zs::cli {
 namespace {
 
+// fit's words for the Plan's peaks (core::verdict): FITS / TIGHT (under 3% headroom) / DOES NOT FIT with the reason.
+void print_verdict(const core::Plan& p) {
+  const core::Verdict v = core::verdict(p.feasible, p.peak_bytes, p.capacity_bytes);
+  const std::string word = core::verdict_word(v);
+  if (v == core::Verdict::does_not_fit) {
+    std::printf("verdict: %s: %s\n", word.c_str(), p.infeasible_reason.c_str());
+    return;
+  }
+  // The tightest tier: the highest peak / capacity.
+  size_t t = 0;
+  double worst = -1;
+  for (size_t i = 0; i < p.peak_bytes.size(); ++i) {
+    if (p.peak_bytes[i] <= 0 || p.capacity_bytes[i] <= 0) continue;
+    const double use = static_cast<double>(p.peak_bytes[i]) / static_cast<double>(p.capacity_bytes[i]);
+    if (use > worst) worst = use, t = i;
+  }
+  const int64_t headroom = p.capacity_bytes[t] - p.peak_bytes[t];
+  std::printf("verdict: %s (tightest tier %s, %s headroom", word.c_str(), core::to_string(core::kTiers[t]).c_str(),
+              core::format_bytes(headroom).c_str());
+  if (v == core::Verdict::tight)
+    std::printf(" = %.1f%% of %s: under %.0f%%, within the memory model's uncertainty; it may not fit",
+                100.0 * static_cast<double>(headroom) / static_cast<double>(p.capacity_bytes[t]),
+                core::format_bytes(p.capacity_bytes[t]).c_str(), 100 * core::kTightHeadroomFraction);
+  std::printf(")\n");
+}
+
 void print_summary(const Inputs& in, const core::Plan& p) {
   const auto& s = in.strategy;
   const core::PlanSummary sum = core::summarize(p);
-  std::printf("%s on %s: %lld node x %lld GPU (%lld ranks), %s, ZeRO-%d, schedule %s\n", in.model.name.c_str(),
+  std::printf("%s on %s: %lld node x %lld GPU (%lld ranks), %s, ZeRO-%d, %s, schedule %s\n", in.model.name.c_str(),
               in.hardware.name.c_str(), static_cast<long long>(s.run.nodes), static_cast<long long>(s.run.gpus_per_node),
-              static_cast<long long>(p.ranks), s.source.c_str(), s.zero.stage, core::to_string(p.schedule).c_str());
+              static_cast<long long>(p.ranks), s.source.c_str(), s.zero.stage, seq_len_text(in).c_str(),
+              core::to_string(p.schedule).c_str());
+  for (const auto& w : in.warnings) std::printf("warning: %s\n", w.c_str());
   std::printf("ops per rank: %zu (forward %lld, backward %lld, optimizer %lld; %lld collectives)%s\n", p.ops.size(),
               static_cast<long long>(sum.ops_per_phase[0]), static_cast<long long>(sum.ops_per_phase[1]),
               static_cast<long long>(sum.ops_per_phase[2]), static_cast<long long>(sum.collectives),
@@ -48,10 +77,7 @@ void print_summary(const Inputs& in, const core::Plan& p) {
                 core::format_bytes(p.capacity_bytes[i]).c_str(), scope[i], at.c_str());
   }
   for (const auto& n : p.notes) std::printf("note: %s\n", n.c_str());
-  if (p.feasible)
-    std::printf("verdict: FEASIBLE\n");
-  else
-    std::printf("verdict: INFEASIBLE: %s\n", p.infeasible_reason.c_str());
+  print_verdict(p);
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ std::string command_line(const Opts& o, const Inputs& in) {
                   std::to_string(in.strategy.run.seq_len);
   if (o.in.micro_batch) c += " --micro-batch " + std::to_string(o.in.micro_batch);
   if (o.in.grad_accum) c += " --grad-accum " + std::to_string(o.in.grad_accum);
+  c += run_setting_flags(o.in);
   if (in.strategy.run.checkpoint_activations) c += " --checkpoint-activations";
   const core::LaunchSettings& l = in.strategy.run.launch;
   c += " --launcher " + core::to_string(l.launcher);
@@ -157,7 +158,8 @@ ordered_json summary_json(const Opts& o, const Inputs& in, const core::Plan& pla
   for (const auto& [k, v] : r.cost.provenance) cost[k] = v;
   j["cost_model"] = cost;
   j["notes"] = plan.notes;
-  j["warnings"] = s.warnings;
+  j["warnings"] = in.warnings;
+  for (const auto& w : s.warnings) j["warnings"].push_back(w);
   return j;
 }
 
@@ -167,11 +169,13 @@ void print_human(const Opts& o, const Inputs& in, const core::Plan& plan, const 
   std::printf("%s on %s: %lld node x %lld GPU, %s, schedule %s\n", in.model.name.c_str(), in.hardware.name.c_str(),
               static_cast<long long>(st.run.nodes), static_cast<long long>(st.run.gpus_per_node), st.source.c_str(),
               o.schedule.c_str());
-  std::printf("ZeRO-%d, optimizer %s, params %s, %s, seq %lld, micro batch %lld, GA %lld\n\n", st.zero.stage,
+  std::printf("ZeRO-%d, optimizer %s, params %s, %s, %s, micro batch %lld, GA %lld\n", st.zero.stage,
               core::to_string(st.zero.offload_optimizer.device).c_str(),
               core::to_string(st.zero.offload_param.device).c_str(), core::to_string(st.model_dtype()).c_str(),
-              static_cast<long long>(st.run.seq_len), static_cast<long long>(st.micro_batch_per_gpu),
+              seq_len_text(in).c_str(), static_cast<long long>(st.micro_batch_per_gpu),
               static_cast<long long>(st.gradient_accumulation_steps));
+  for (const auto& w : in.warnings) std::printf("warning: %s\n", w.c_str());
+  std::printf("\n");
   const core::LaunchSettings& l = st.run.launch;
   std::printf("launch: %s%s, attention %s; CPU threads: %s\n\n", core::to_string(l.launcher).c_str(),
               l.bind_cores_to_rank ? " --bind_cores_to_rank" : "", core::to_string(l.attn_implementation).c_str(),

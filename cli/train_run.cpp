@@ -45,6 +45,7 @@ std::string command_line(const Opts& o, const Inputs& in) {
                   std::to_string(in.strategy.run.seq_len) + " --steps " + std::to_string(o.steps) + " --seed " +
                   std::to_string(o.seed);
   if (!o.data.empty()) c += " --data " + o.data;
+  c += run_setting_flags(o.in);
   if (in.strategy.run.checkpoint_activations) c += " --checkpoint-activations";
   return c;
 }

@@ -40,7 +40,8 @@ Result<ConfigChange> parse_config_change(const std::string& text) {
 }
 
 Status apply_config_changes(nlohmann::json& root, const std::vector<ConfigChange>& changes, const std::string& source) {
-  if (!root.is_object()) return bad_input(source + ": the top level is not a JSON object");
+  if (changes.empty()) return {};
+  if (!root.is_object()) return bad_input(source + ": top level: expected a JSON object to apply --set to");
   for (const auto& c : changes) {
     if (!valid_path(c.path)) return bad_input(source + ": \"" + c.path + "\" is not a ds_config key path");
     const auto parts = split_path(c.path);

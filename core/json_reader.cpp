@@ -125,8 +125,8 @@ ObjectReader::ObjectReader(const Json& j, std::string file, std::string path) : 
   n_->error = std::make_shared<std::optional<Error>>();
   n_->present = true;
   if (!j.is_object()) {
-    fail_message(n_->file + ": " + (n_->path.empty() ? std::string("top level") : n_->path) + ": expected a JSON object, got " +
-                 describe(j));
+    fail_message(n_->file + ": " + (n_->path.empty() ? std::string("top level") : n_->path) +
+                 ": expected a JSON object, got " + describe(j));
     n_->j = nullptr;
   }
 }
@@ -267,7 +267,8 @@ std::string ObjectReader::choice(std::initializer_list<const char*> names, const
 }
 
 int64_t ObjectReader::req_integer(const char* name, int64_t min, int64_t max) {
-  if (!has(name)) fail(name, "missing required key (an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "])");
+  if (!has(name))
+    fail(name, "missing required key (an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "])");
   return integer({name}, 0, min, max);
 }
 
@@ -328,6 +329,14 @@ std::vector<std::string> ObjectReader::unknown_keys() const {
   if (!n_->j) return out;
   for (auto it = n_->j->begin(); it != n_->j->end(); ++it)
     if (!n_->known.count(it.key())) out.push_back(it.key());
+  return out;
+}
+
+std::vector<ObjectReader::IgnoredKey> ObjectReader::accept_unknown() {
+  std::vector<IgnoredKey> out;
+  const std::vector<std::string> known(n_->known.begin(), n_->known.end());
+  for (const auto& k : unknown_keys()) out.push_back({k, nearest_word(k, known)});
+  for (const auto& k : out) n_->known.insert(k.key);
   return out;
 }
 

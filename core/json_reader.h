@@ -77,6 +77,12 @@ class ObjectReader {
   void accept(std::initializer_list<const char*> names);
   // Keys present in the object but never read or accepted.
   std::vector<std::string> unknown_keys() const;
+  // For blocks DeepSpeed reads key by key (get_scalar_param), where other keys are ignored, not refused: each key
+  // present but never read or accepted, marked accepted, with the nearest known key ("" when none is close).
+  struct IgnoredKey {
+    std::string key, nearest;
+  };
+  std::vector<IgnoredKey> accept_unknown();
 
   // Records an error of the caller's own (cross-field checks). Keeps the first one.
   void fail(const std::string& key, const std::string& what);

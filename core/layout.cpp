@@ -9,8 +9,6 @@
 namespace zs::core {
 namespace {
 
-// DeepSpeed's swap_tensor/utils.py MIN_AIO_BYTES: smaller partitions are not worth an aio request.
-constexpr int64_t kMinAioBytes = 1 << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -65,20 +63,46 @@ void set_persistent(Layout& l, const ZeroConfig& z) {
   for (size_t i = 0; i < l.params.size(); ++i) l.params[i].persistent = persistent[i];
 }
 
-// The 16-bit partition's home under ZeRO-3 offload_param: the first max_in_cpu partition elements and
-// partitions under max(1 MiB, aio block_size) stay in CPU memory, the rest are swapped to NVMe.
-void set_lp_homes(Layout& l, const Strategy& s) {
+// The 16-bit partition's home under ZeRO-3 offload_param (stage3.py _create_param_groups_fp16_flat_cpu_memory and
+// _create_fp16_partitions_with_defragmentation): one pinned flat CPU buffer of min(partition, max_in_cpu) elements
+// (offload_param cpu: the whole partition) takes whole sub-groups in order while flat_offset + sub-group elements
+// fit in it; the parameters of the other sub-groups stay where zero.Init put them (partition_parameters.py
+// _partition_param): on NVMe when the partition is swappable (≥ max(1 MiB, aio block_size)), else in CPU memory.
+// When some sub-group has no flat buffer, DeepSpeed reserves a pinned swap-out buffer for the largest sub-group,
+// sized by its parameters' *full* numels, each io-aligned (partitioned_param_swapper.py
+// reserve_partitioned_swap_space).
+void set_lp_homes(Layout& l, const Strategy& s, const std::vector<size_t>& sub_group_first) {
   const auto device = l.param_device;
   if (device == OffloadDevice::none) return;
   const int64_t lp = bytes_per_element(s.model_dtype());
   const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
-  const int64_t in_cpu_budget = std::min(l.partition_elements, s.zero.offload_param.max_in_cpu);
-  int64_t cum = 0;
-  for (auto& p : l.params) {
-    cum += p.part;
-    const bool swapped = device == OffloadDevice::nvme && cum > in_cpu_budget && p.part * lp >= min_aio;
-    p.lp_home = swapped ? Tier::nvme : Tier::cpu;
+  const int64_t align = aio_aligned_numel(s.aio, lp);
+  l.lp_cpu_flat_elements =
+      device == OffloadDevice::nvme ? std::min(l.partition_elements, s.zero.offload_param.max_in_cpu) : l.partition_elements;
+  int64_t flat_offset = 0, largest_sub_group = -1;
+  bool some_group_without_flat = false;
+  for (size_t g = 0; g < sub_group_first.size(); ++g) {
+    const size_t first = sub_group_first[g];
+    const size_t end = g + 1 < sub_group_first.size() ? sub_group_first[g + 1] : l.params.size();
+    int64_t elements = 0, full_aligned = 0;
+    for (size_t i = first; i < end; ++i) {
+      elements += l.params[i].part;
+      full_aligned += ceil_div(l.params[i].numel, align) * align;
+    }
+    const bool in_flat = device == OffloadDevice::cpu || flat_offset + elements <= l.lp_cpu_flat_elements;
+    flat_offset += elements;
+    some_group_without_flat = some_group_without_flat || !in_flat;
+    for (size_t i = first; i < end; ++i) {
+      ParamLayout& p = l.params[i];
+      p.lp_in_cpu_flat = in_flat;
+      p.lp_home = !in_flat && p.part * lp >= min_aio ? Tier::nvme : Tier::cpu;
+    }
+    if (elements > largest_sub_group) {
+      largest_sub_group = elements;
+      l.lp_reuse_buffer_elements = full_aligned;
+    }
   }
+  if (!some_group_without_flat) l.lp_reuse_buffer_elements = 0;
 }
 
 // DeepSpeed's stage-3 sub-groups: parameters in order, a sub-group closing once it holds ≥ sub_group_size
@@ -159,14 +183,14 @@ std::vector<char> mark_persistent(const std::vector<int64_t>& numels, const Zero
 Layout make_layout(const ModelSpec& m, const Strategy& s, Schedule schedule) {
   Layout l;
   l.stage = s.zero.stage;
-  l.world = s.world();
+  l.world = partition_world(s);
   l.optimizer_device = l.stage >= 1 ? s.zero.offload_optimizer.device : OffloadDevice::none;
   if (l.stage < 3 && l.optimizer_device == OffloadDevice::nvme) l.optimizer_device = OffloadDevice::cpu;
   l.param_device = l.stage == 3 ? s.zero.offload_param.device : OffloadDevice::none;
   l.params = untied_params(m);
   set_parts(l);
   set_persistent(l, s.zero);
-  set_lp_homes(l, s);
+  set_lp_homes(l, s, sub_group_starts(l, s.zero.sub_group_size));
   set_groups(l, s, schedule);
   return l;
 }

@@ -30,6 +30,7 @@ struct ParamLayout {
   int64_t part = 0;
   bool persistent = false;  // ZeRO-3 persistence thresholds: the full copy stays on the GPU
   Tier lp_home = Tier::gpu; // where the 16-bit partition lives between uses (ZeRO-3 offload_param)
+  bool lp_in_cpu_flat = false;  // its sub-group sits in the pinned flat CPU buffer (ZeRO-3 offload_param)
   int32_t group = -1;       // optimizer step unit (Layout::groups)
 };
 
@@ -63,6 +64,11 @@ struct Layout {
   int64_t flat_partition = 0;      // S = ceil(P / world); stages 1-2: rank r holds [r·S, (r+1)·S) of the flat
                                    // model (the memory model counts S for stage 3's partitioned items too)
   int64_t partition_elements = 0;  // Σ part: a rank's partition (stage 3: each parameter padded, ≥ S)
+  // ZeRO-3 offload_param: the pinned flat CPU buffer of 16-bit partitions (min(partition, max_in_cpu) with nvme),
+  // and the pinned swap-out buffer for updated parameters (io-aligned full numels of the largest sub-group; 0 when
+  // every sub-group sits in the flat buffer).
+  int64_t lp_cpu_flat_elements = 0;
+  int64_t lp_reuse_buffer_elements = 0;
   std::vector<ParamLayout> params;
   std::vector<int64_t> sub_groups;  // DeepSpeed's stage-3 sub-groups (_create_fp16_sub_groups): elements of each
   std::vector<GroupLayout> groups;  // the optimizer's step units (sub-groups, cut at layers by the overlap schedule)

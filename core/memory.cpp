@@ -13,8 +13,6 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t align_up(int64_t a, int64_t b) { return b <= 1 ? a : ceil_div(a, b) * b; }
 
-// DeepSpeed's swap helpers (swap_tensor/utils.py): AIO_ALIGNED_BYTES = 1024 (MIN_AIO_BYTES: param_swap).
-constexpr int64_t kAioAlignedBytes = 1024;
 
 struct Builder {
   TierReport& t;
@@ -31,11 +29,13 @@ std::string frac_label(int64_t world) { return world > 1 ? " (1/" + std::to_stri
 // walked over the module trace, so the breakdown shows one moment, their joint peak, not a sum of peaks at
 // different times. The plan (core/scheduler_steps.cpp) allocates the same bytes op by op; a test holds the
 // two equal. Checkpointing keeps one block input per segment; a segment's activations return at its recompute.
+// `backward_extra` is held through the backward (the reduction temporaries of gradient hooks).
 struct TransientPeak {
-  int64_t activations = 0, grads = 0, live_numel = 0, total = 0;
+  int64_t activations = 0, grads = 0, live_numel = 0, extra = 0, total = 0;
 };
 TransientPeak fwd_bwd_peak(const ModelSpec& m, const Strategy& s, const ActivationBytes& a,
-                           const std::vector<TraceStep>& trace, const CoordinatorReplay* rep, bool grads_transient) {
+                           const std::vector<TraceStep>& trace, const CoordinatorReplay* rep, bool grads_transient,
+                           int64_t backward_extra) {
   const auto modules_p = shared_module_table(m);
   const auto tensors_p = shared_tensor_table(m);
   const auto& modules = *modules_p;
@@ -43,7 +43,7 @@ TransientPeak fwd_bwd_peak(const ModelSpec& m, const Strategy& s, const Activati
   const int64_t lp = bytes_per_element(s.model_dtype());
   const auto& ac = s.activation_checkpointing;
   const bool ckpt = ac.enabled, cpu_ckpt = ac.enabled && ac.cpu_checkpointing;
-  const int64_t segment = ckpt ? ceil_div(m.layers, std::clamp<int64_t>(ac.number_checkpoints.value_or(m.layers), 1, m.layers)) : 1;
+  const int64_t segment = 1;  // the model checkpoints every block (see activation_bytes)
   std::vector<size_t> t2p(tensors.size(), 0);
   std::vector<int64_t> numel;
   for (size_t t = 0; t < tensors.size(); ++t) {
@@ -99,8 +99,9 @@ TransientPeak fwd_bwd_peak(const ModelSpec& m, const Strategy& s, const Activati
           if (first[p] == static_cast<int64_t>(st)) grads += lp * numel[p];
     }
     const int64_t live = rep ? rep->steps[st].live_numel_during : 0;
-    const int64_t total = act + grads + lp * live;
-    if (total > best.total) best = {act, grads, live, total};
+    const int64_t extra = trace[st].pass == Pass::forward ? 0 : backward_extra;
+    const int64_t total = act + grads + lp * live + extra;
+    if (total > best.total) best = {act, grads, live, extra, total};
     act -= act_free;
     if (grads_transient && trace[st].pass == Pass::backward)
       for (size_t p : mparams[i])
@@ -145,59 +146,9 @@ std::string format_bytes(int64_t bytes) {
   return buf;
 }
 
-bool stores_attention_scores(const MemoryOptions& o, const Strategy& s) {
-  return !o.flash_attention || s.run.launch.attn_implementation == AttnImplementation::eager;
-}
-
-ActivationBytes activation_bytes(const ModelSpec& m, const Strategy& s, const MemoryOptions& o) {
-  ActivationBytes a;
-  const int64_t sb = s.run.seq_len * s.micro_batch_per_gpu;
-  const int64_t e = bytes_per_element(s.model_dtype());  // activations are stored in the model dtype
-  const int64_t h = m.hidden, f = m.ffn_hidden;
-  const int64_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
-  const bool dropout = m.arch == Arch::gpt;  // GPT-2 has dropout 0.1; LLaMA-family configs have none
-  const int64_t mask = dropout ? 1 : 0;      // a dropout mask is one byte per element
-  int64_t layer = 0;
-  layer += 2 * e * sb * h;                    // two norm inputs
-  layer += e * sb * h;                        // QKV projection input
-  layer += e * sb * (q + 2 * kv);             // Q, K, V
-  layer += e * sb * q;                        // attention output = out-projection input
-  layer += mask * sb * h;                     // attention-output dropout mask
-  if (!stores_attention_scores(o, s)) {
-    layer += 4 * m.heads * sb;                // fp32 log-sum-exp per row
-  } else {
-    // softmax output, its dropout mask, dropout output: [b, a, s, s]
-    layer += (e + mask + (dropout ? e : 0)) * m.heads * sb * s.run.seq_len;
-  }
-  if (m.activation == Activation::swiglu) {
-    layer += e * sb * h + 4 * e * sb * f;     // MLP input, gate, up, silu(gate), product
-  } else {
-    layer += e * sb * h + 2 * e * sb * f;     // MLP input, fc output (gelu input), gelu output
-  }
-  layer += mask * sb * h;                     // MLP dropout mask
-  a.per_layer_full = layer;
-  a.per_layer_checkpoint = e * sb * h;
-  a.embedding = mask * sb * h;
-  // final norm input, head input, lp logits, fp32 logits for the loss, fp32 logit gradient
-  a.head_and_loss = 2 * e * sb * h + (e + 4 + 4) * sb * m.vocab;
-
-  const auto& ac = s.activation_checkpointing;
-  if (ac.enabled) {
-    const int64_t n_ckpt = std::clamp<int64_t>(ac.number_checkpoints.value_or(m.layers), 1, m.layers);
-    const int64_t segment = ceil_div(m.layers, n_ckpt);
-    const int64_t stored = ceil_div(m.layers, segment) * a.per_layer_checkpoint;  // one input per segment
-    if (ac.cpu_checkpointing) a.cpu_checkpoints = stored;
-    a.gpu_peak = (ac.cpu_checkpointing ? a.per_layer_checkpoint : stored) + a.embedding +
-                 std::max(segment * a.per_layer_full, a.head_and_loss);
-  } else {
-    a.gpu_peak = m.layers * a.per_layer_full + a.embedding + a.head_and_loss;
-  }
-  return a;
-}
-
 PartitionSizes partition_sizes(const ModelSpec& m, const Strategy& s) {
   PartitionSizes z;
-  const int64_t world = s.world();
+  const int64_t world = partition_world(s);
   const int stage = s.zero.stage;
   z.params = parameter_count(m);
   z.partition = stage >= 1 ? ceil_div(z.params, world) : z.params;
@@ -216,20 +167,18 @@ PartitionSizes partition_sizes(const ModelSpec& m, const Strategy& s) {
   for (int64_t g : l.sub_groups) z.largest_sub_group = std::max(z.largest_sub_group, g);
 
   if (s.zero.offload_param.device == OffloadDevice::nvme) {
-    // _create_param_groups_fp16_flat_cpu_memory: the first max_in_cpu partition elements stay in pinned CPU
-    // memory; swappable partitions after that live on NVMe (the layout's lp_home), padded for aio.
-    const int64_t align_numel = std::max<int64_t>(1, kAioAlignedBytes * s.aio.intra_op_parallelism / z.lp_bytes);
-    const int64_t in_cpu_budget = std::min(l.partition_elements, s.zero.offload_param.max_in_cpu);
-    z.param_partition_in_cpu = in_cpu_budget;
-    int64_t cum = 0;
+    // The layout's homes: the pinned flat CPU buffer (whole sub-groups within max_in_cpu), the sub-groups outside
+    // it swapped to NVMe (io-aligned), their unswappable parameters in CPU memory. zero.Init takes a swap buffer
+    // for every swappable partition before max_in_cpu is looked at, so the buffer_size check covers them all.
+    const int64_t align_numel = aio_aligned_numel(s.aio, z.lp_bytes);
+    const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
+    z.param_partition_in_cpu = l.lp_cpu_flat_elements;
     for (const auto& p : l.params) {
-      cum += p.part;
-      if (p.lp_home == Tier::nvme) {
+      if (p.lp_home == Tier::nvme)
         z.param_partition_on_nvme += align_up(p.part, align_numel);
-        z.largest_nvme_param_partition = std::max(z.largest_nvme_param_partition, align_up(p.part, align_numel));
-      } else if (cum > in_cpu_budget) {
+      else if (!p.lp_in_cpu_flat)
         z.param_partition_in_cpu += p.part;  // too small to swap: stays in CPU memory
-      }
+      if (p.part * z.lp_bytes >= min_aio) z.largest_nvme_param_partition = std::max(z.largest_nvme_param_partition, p.part);
     }
   }
   return z;
@@ -272,7 +221,7 @@ struct MemoryContext {
     par_dev = layout.param_device;
     opt_off = opt_dev != OffloadDevice::none;
     pin_opt = z.offload_optimizer.pin_memory;
-    part = frac_label(stage >= 1 ? s.world() : 1);
+    part = frac_label(stage >= 1 ? partition_world(s) : 1);
     dt = to_string(s.model_dtype());
     trace = module_trace(m, s.activation_checkpointing.enabled);
   }
@@ -288,7 +237,20 @@ void add_states_stage0(MemoryContext& c) {
   c.gpu.add("adam_m_v", "Adam m and v", 2 * c.state_b * c.P);
 }
 
+// BF16_Optimizer (engine.py _do_optimizer_sanity_check picks it for bf16 + stage 1 + fp32 grad accumulation):
+// flat bf16 params, a full fp32 gradient buffer the backward hooks accumulate into (bf16_optimizer.py
+// _setup_for_real_optimizer), the fp32 master and Adam states of this rank's partition.
+void add_states_bf16_optimizer(MemoryContext& c) {
+  c.gpu.add("lp_params", c.dt + " params (flat, full on every rank)", c.lp * c.P);
+  // immediate_grad_update false (the default): the bf16 grads live until backward_epilogue folds them in.
+  c.gpu.add("lp_grads", c.dt + " grads (full, until the backward's end)", c.lp * c.P);
+  c.gpu.add("fp32_grads", "fp32 grad accumulation buffer (full; BF16_Optimizer)", 4 * c.P);
+  c.gpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * c.p);
+  c.gpu.add("adam_m_v", "Adam m and v" + c.part, 2 * c.state_b * c.p);
+}
+
 void add_states_stage1_2(MemoryContext& c) {
+  if (uses_bf16_optimizer(c.s)) return add_states_bf16_optimizer(c);
   const auto& z = c.z;
   const int64_t lp = c.lp, p = c.p;
   c.gpu.add("lp_params", c.dt + " params (full on every rank)", lp * c.P);
@@ -299,19 +261,22 @@ void add_states_stage1_2(MemoryContext& c) {
     c.gpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * p);
     c.gpu.add("adam_m_v", "Adam m and v" + c.part, 2 * c.state_b * p);
   } else {
+    // stage_1_and_2.py pins its CPU buffers only if offload_optimizer.pin_memory (cpu_offload_pin_memory).
     c.cpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * p, c.pin_opt);
-    c.cpu.add("fp32_grads", "fp32 grads" + c.part, 4 * p, true);
+    c.cpu.add("fp32_grads", "fp32 grads" + c.part, 4 * p, c.pin_opt);
     c.cpu.add("adam_m_v", "Adam m and v" + c.part + " (CPU Adam)", 2 * c.state_b * p);
-    c.cpu.add("lp_copy_back", c.dt + " copy-back buffer" + c.part, lp * p, true);
-    if (c.s.gradient_accumulation_steps > 1) c.cpu.add("grad_accum", c.dt + " grad accumulation" + c.part, lp * p, true);
+    c.cpu.add("lp_copy_back", c.dt + " copy-back buffer" + c.part, lp * p, c.pin_opt);
+    if (c.s.gradient_accumulation_steps > 1) c.cpu.add("grad_accum", c.dt + " grad accumulation" + c.part, lp * p, c.pin_opt);
     c.gpu.add("offload_staging", "largest-param grad staging (temp_grad_buffer_for_gpu_offload)", lp * c.ps.largest_param);
     c.cpu.add("offload_staging", "largest-param grad staging (temp_grad_buffer_for_cpu_offload)",
-              lp * c.ps.largest_param, true);
+              lp * c.ps.largest_param, c.pin_opt);
   }
-  if (z.contiguous_gradients)
+  if (contiguous_gradients_in_effect(c.s)) {
+    const int64_t cb = bytes_per_element(communication_dtype(c.s));
     c.gpu.add("comm_buckets",
               "IPG reduce bucket" + std::string(z.overlap_comm ? " x2 (overlap_comm double buffer)" : ""),
-              lp * z.reduce_bucket_size * (z.overlap_comm ? 2 : 1));
+              cb * z.reduce_bucket_size * (z.overlap_comm ? 2 : 1));
+  }
 }
 
 // ZeRO-3's 16-bit parameter partitions: on the GPU, in CPU memory, or (offload_param nvme) the first max_in_cpu
@@ -324,23 +289,28 @@ void add_zero3_params(MemoryContext& c) {
     return;
   }
   if (c.par_dev == OffloadDevice::cpu) {
-    c.cpu.add("lp_params", c.dt + " param partitions" + c.part + " (offload_param cpu)", lp * c.p,
-              z.offload_param.pin_memory);
+    // The flat CPU buffer is pinned whatever offload_param.pin_memory says (get_accelerator().pin_memory).
+    c.cpu.add("lp_params", c.dt + " param partitions" + c.part + " (offload_param cpu)", lp * c.p, true);
     return;
   }
-  c.cpu.add("lp_params", c.dt + " param partitions kept in CPU (max_in_cpu)", lp * c.ps.param_partition_in_cpu,
-            z.offload_param.pin_memory);
+  c.cpu.add("lp_params", c.dt + " param partitions kept in CPU (flat buffer of max_in_cpu, small partitions)",
+            lp * c.ps.param_partition_in_cpu, true);
   c.nvme.add("lp_params", c.dt + " param partitions swapped to NVMe", lp * c.ps.param_partition_on_nvme);
-  c.cpu.add("param_swap_buffers", "param swap buffers (buffer_count x buffer_size)",
-            lp * z.offload_param.buffer_count * align_up(z.offload_param.buffer_size, kAioAlignedBytes / lp), true);
-  c.cpu.add("param_swap_reserve", "updated-param swap buffer (largest sub-group)",
-            lp * align_up(c.ps.largest_sub_group, kAioAlignedBytes / lp), true);
+  // With aio.use_gds (DeepNVMe GPUDirect) the swapper's buffers are GPU memory (partitioned_param_swapper.py).
+  const int64_t swap_buffers =
+      lp * z.offload_param.buffer_count * align_up(z.offload_param.buffer_size, aio_aligned_numel(c.s.aio, lp));
+  if (c.s.aio.use_gds)
+    c.gpu.add("param_swap_buffers", "param swap buffers (buffer_count x buffer_size, GDS: on the GPU)", swap_buffers);
+  else
+    c.cpu.add("param_swap_buffers", "param swap buffers (buffer_count x buffer_size)", swap_buffers, true);
+  c.cpu.add("param_swap_reserve", "updated-param swap buffer (full sizes of the largest sub-group's params)",
+            lp * c.layout.lp_reuse_buffer_elements, true);
   if (c.ps.largest_nvme_param_partition > z.offload_param.buffer_size)
     c.r.problems.push_back("offload_param.buffer_size " + std::to_string(z.offload_param.buffer_size) +
-                           " elements is smaller than the largest NVMe parameter partition (" +
+                           " elements is smaller than the largest swappable parameter partition (" +
                            std::to_string(c.ps.largest_nvme_param_partition) +
-                           " elements): DeepSpeed asserts \"More elements ... than buffer size\" (issue #3506); "
-                           "raise offload_param.buffer_size");
+                           " elements): zero.Init's swap get_buffer asserts \"More elements ... than buffer size\" "
+                           "(issue #3506), whatever max_in_cpu keeps in CPU later; raise offload_param.buffer_size");
   if (c.rep.swap_buffer_shortfall > 0)
     c.r.problems.push_back(
         "offload_param.buffer_count " + std::to_string(z.offload_param.buffer_count) + " is too few: fetching " +
@@ -391,30 +361,46 @@ void add_zero3_offloaded_optimizer(MemoryContext& c) {
     c.gpu.add("fp32_grads", "fp32 grads (Twin-Flow GPU share)", 4 * on_gpu);
   }
   if (c.opt_dev == OffloadDevice::cpu) {
-    c.cpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * on_cpu, c.pin_opt);
-    c.cpu.add("fp32_grads", "fp32 grads" + c.part, 4 * on_cpu, true);
+    // stage3.py _create_fp32_partitions: the master is a plain clone() (pageable); the sub-group gradient buffers
+    // are pinned only with offload_optimizer.pin_memory (_optimizer_states_and_gradient_swap_in's neighbour).
+    c.cpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * on_cpu, false);
+    c.cpu.add("fp32_grads", "fp32 grads" + c.part, 4 * on_cpu, c.pin_opt);
     c.cpu.add("adam_m_v", "Adam m and v" + c.part + " (CPU Adam)", 2 * c.state_b * on_cpu);
     return;
   }
-  const int64_t align4 = kAioAlignedBytes * c.s.aio.intra_op_parallelism / 4;
+  const int64_t align4 = aio_aligned_numel(c.s.aio, 4);
   c.nvme.add("fp32_master", "fp32 master params" + c.part, c.master_b * align_up(on_cpu, align4));
   c.nvme.add("adam_m_v", "Adam m and v" + c.part, 2 * c.state_b * align_up(on_cpu, align4));
   c.nvme.add("fp32_grads", "fp32 grads" + c.part, 4 * align_up(on_cpu, align4));
   const int64_t count = z.offload_optimizer.buffer_count;
-  c.cpu.add("opt_swap_buffers", "optimizer swap buffers (buffer_count x largest sub-group, fp32)",
-            4 * count * align_up(c.ps.largest_sub_group, align4), true);
-  const int64_t need = (z.offload_optimizer.pipeline_read && z.offload_optimizer.pipeline_write) ? 12
-                       : (z.offload_optimizer.pipeline_read || z.offload_optimizer.pipeline_write) ? 8 : 4;
+  c.cpu.add("opt_swap_buffers", "optimizer swap buffers (buffer_count x largest sub-group, master dtype)",
+            c.master_b * count * align_up(c.ps.largest_sub_group, aio_aligned_numel(c.s.aio, c.master_b)), true);
+  const int64_t need =
+      optimizer_swap_buffers_needed(z.offload_optimizer, static_cast<int64_t>(c.layout.sub_groups.size()));
   if (count < need)
     c.r.problems.push_back("offload_optimizer.buffer_count " + std::to_string(count) + " < " + std::to_string(need) +
-                           " buffers the optimizer swapper needs with pipeline_read=" +
+                           " buffers the optimizer swapper needs with " +
+                           std::to_string(c.layout.sub_groups.size()) + " sub-group(s), pipeline_read=" +
                            (z.offload_optimizer.pipeline_read ? "true" : "false") +
                            ", pipeline_write=" + (z.offload_optimizer.pipeline_write ? "true" : "false") +
                            ": DeepSpeed asserts \"ran out of swap buffers, try increasing 'buffer_count'\"");
 }
 
+// MiCS (mics_shard_size): DeepSpeed's refusals (zero/mics.py).
+void check_mics(MemoryContext& c) {
+  const int64_t shard = c.z.mics_shard_size, world = c.s.world();
+  if (shard <= 0 || shard >= world) return;
+  if (world % shard != 0)
+    c.r.problems.push_back("mics_shard_size " + std::to_string(shard) + " does not divide the world size " +
+                           std::to_string(world) + ": MiCS_CommGroups cannot form equal shard groups");
+  if (c.opt_off)
+    c.r.problems.push_back("MiCS with offload_optimizer: DeepSpeed raises \"Local sharding has no support for CPU "
+                           "offloading\" (mics.py allreduce_mics_shard_grads)");
+}
+
 void add_states_zero3(MemoryContext& c) {
   const auto& z = c.z;
+  check_mics(c);
   c.rep = replay_coordinator(c.m, c.trace, z, param_swap(c.m, c.s));
   c.r.zero3_persistent_numel = c.rep.persistent_numel;
   add_zero3_params(c);
@@ -424,12 +410,15 @@ void add_states_zero3(MemoryContext& c) {
     c.gpu.add("hpz_secondary", "ZeRO++ hpZ secondary param partition", c.lp * ceil_div(c.P, z.zero_hpz_partition_size));
   if (!c.opt_off) {
     c.gpu.add("lp_grads", c.dt + " grad partitions" + c.part, c.gacc_b * c.p);
-    c.gpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * c.p);
+    // _create_fp32_partitions: an fp32 model's partition already is the master (no copy).
+    if (c.mixed) c.gpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * c.p);
     c.gpu.add("adam_m_v", "Adam m and v" + c.part, 2 * c.state_b * c.p);
   } else {
     add_zero3_offloaded_optimizer(c);
   }
-  c.gpu.add("comm_buckets", "IPG reduce-scatter bucket (reduce_bucket_size)", c.lp * z.reduce_bucket_size);
+  if (contiguous_gradients_in_effect(c.s))  // stage3.py: the IPG buffer exists only with contiguous_gradients
+    c.gpu.add("comm_buckets", "IPG reduce-scatter bucket (reduce_bucket_size, communication dtype)",
+              bytes_per_element(communication_dtype(c.s)) * z.reduce_bucket_size);
 }
 
 // Activations, gradients and gathered params at the forward/backward peak, and the buffers that live only after
@@ -439,7 +428,8 @@ void add_transients(MemoryContext& c, const MemoryOptions& o) {
   const auto& s = c.s;
   c.r.activations = activation_bytes(c.m, s, o);
   const TransientPeak fb =
-      fwd_bwd_peak(c.m, s, c.r.activations, c.trace, c.stage == 3 ? &c.rep : nullptr, c.stage >= 2);
+      fwd_bwd_peak(c.m, s, c.r.activations, c.trace, c.stage == 3 ? &c.rep : nullptr, c.stage >= 2,
+                   reduces_in_backward(s) ? reduce_temporaries_bytes(c.m, s) : 0);
   if (c.stage == 3) {
     c.r.zero3_peak_live_numel = fb.live_numel;
     c.gpu.add("zero3_working_set",
@@ -452,19 +442,20 @@ void add_transients(MemoryContext& c, const MemoryOptions& o) {
             std::string("activations (micro batch ") + std::to_string(s.micro_batch_per_gpu) + ", seq " +
                 std::to_string(s.run.seq_len) + (s.activation_checkpointing.enabled ? ", checkpointed)" : ")"),
             fb.activations, false, true);
-  if (c.stage == 0) {
-    // buffered_allreduce_fallback: each reduce_bucket_size bucket of grads is flattened into a fresh buffer.
-    const int64_t cb = s.communication_data_type ? bytes_per_element(*s.communication_data_type) : c.lp;
-    int64_t bucket = 0, largest = 0;
-    for (const auto& t : *shared_tensor_table(c.m)) {
-      if (t.tied) continue;
-      if (bucket > 0 && bucket + t.numel > z.reduce_bucket_size) bucket = 0;
-      bucket += t.numel;
-      largest = std::max(largest, bucket);
-    }
-    c.gpu.add("allreduce_peak", "all-reduce bucket after backward (reduce_bucket_size), above the backward peak",
-              cb * largest - fb.total, false, true);
+  if (c.stage == 0 || uses_bf16_optimizer(s)) {
+    // buffered_allreduce_fallback (engine.py, MEMORY_OPT_ALLREDUCE_SIZE buckets) after backward: each bucket of
+    // gradients (16-bit; BF16_Optimizer's fp32) is flattened into a fresh buffer and cast to the communication dtype.
+    const int64_t largest = largest_allreduce_bucket(c.m, kMemoryOptAllreduceSize);
+    c.gpu.add("allreduce_peak", "all-reduce bucket after backward (flattened, cast to the communication dtype), above "
+                                "the backward peak",
+              allreduce_bucket_bytes(s, largest) - fb.total, false, true);
   }
+  if (reduces_in_backward(s))
+    c.gpu.add("reduce_temporaries", "gradient reduction temporaries (flattened bucket, partition copies), in backward",
+              fb.extra, false, true);
+  else if (c.stage == 1 && !uses_bf16_optimizer(s))
+    c.gpu.add("reduce_temporaries", "gradient reduction temporaries after backward, above the backward peak",
+              reduce_temporaries_bytes(c.m, s) - fb.total, false, true);
   if (c.stage == 3 && !c.opt_off)
     c.gpu.add("optimizer_peak", "fp32 grads of one sub-group during the optimizer step, above the backward peak",
               4 * c.ps.largest_sub_group - fb.total, false, true);
@@ -534,6 +525,10 @@ void finish_report(MemoryReport& r, const Hardware& hw) {
 
 void add_notes(MemoryReport& r, const Strategy& s, const MemoryOptions& o) {
   if (s.zero.stage == 3 && o.zero_init) r.notes.push_back("ZeRO-3 model assumed built under deepspeed.zero.Init (as HF does)");
+  if (s.activation_checkpointing.enabled && s.activation_checkpointing.number_checkpoints)
+    r.notes.push_back("activation_checkpointing.number_checkpoints " +
+                      std::to_string(*s.activation_checkpointing.number_checkpoints) +
+                      " sizes DeepSpeed's contiguous checkpoint buffers only; the model checkpoints every block");
   if (s.activation_checkpointing.partition_activations)
     r.notes.push_back("partition_activations splits checkpoints across model-parallel ranks; without model parallelism it saves nothing");
   if (!stores_attention_scores(o, s))

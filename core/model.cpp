@@ -270,6 +270,8 @@ Status validate_model(const ModelSpec& m, const std::string& file) {
   return {};
 }
 
+int64_t default_seq_len(const ModelSpec& m) { return std::min(m.max_seq_len, kDefaultSeqLenCap); }
+
 Result<ModelSpec> load_model_file(const std::string& path) {
   namespace lim = model_limits;
   auto j = read_json_file(path);

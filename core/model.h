@@ -112,6 +112,13 @@ struct FlopsPerToken {
 };
 FlopsPerToken flops_per_token(const ModelSpec& m, int64_t seq_len);
 
+// The sequence length a run uses when none is given: the model's max_seq_len, capped at kDefaultSeqLenCap.
+// max_seq_len (HF max_position_embeddings) is the longest context a model accepts (131072 for Llama-3.1 and
+// Qwen2), not what a run trains at; transformers' run_clm.py likewise caps its default block_size (at 1024) when
+// the tokenizer allows more. 4096 is Llama-2's context; models with max_seq_len <= 4096 keep their full length.
+inline constexpr int64_t kDefaultSeqLenCap = 4096;
+int64_t default_seq_len(const ModelSpec& m);
+
 // Checks internal consistency (hidden % heads, heads % kv_heads, positive sizes); `file` names the source.
 Status validate_model(const ModelSpec& m, const std::string& file);
 

@@ -51,9 +51,33 @@ std::vector<std::string> shipped_inputs(InputKind kind) {
   return out;
 }
 
+namespace {
+
+// What a name or path of each kind may be, for the message when it is none of them.
+std::string expected(InputKind kind) {
+  switch (kind) {
+    case InputKind::model:
+      return "a shipped model name, a zerosim model JSON, a HuggingFace config.json, or a HuggingFace model folder "
+             "holding config.json";
+    case InputKind::hardware: return "a shipped hardware name or a hardware profile JSON";
+    case InputKind::deepspeed: return "a shipped config name or a DeepSpeed ds_config JSON";
+  }
+  return "";
+}
+
+}  // namespace
+
 Result<std::string> resolve_input(const std::string& name_or_path, InputKind kind) {
   std::error_code ec;
   if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  if (fs::is_directory(name_or_path, ec)) {
+    // A HuggingFace model folder (a checkpoint or a hub snapshot) describes its architecture in config.json.
+    const fs::path config = fs::path(name_or_path) / "config.json";
+    if (kind == InputKind::model && fs::is_regular_file(config, ec)) return config.string();
+    return bad_input(name_or_path + ": is a directory" +
+                     (kind == InputKind::model ? std::string(" without config.json") : std::string("")) +
+                     "; expected " + expected(kind));
+  }
   const bool looks_like_path = name_or_path.find('/') != std::string::npos;
   if (!looks_like_path) {
     for (const auto& root : data_roots()) {
@@ -66,7 +90,7 @@ Result<std::string> resolve_input(const std::string& name_or_path, InputKind kin
   for (const auto& p : shipped_inputs(kind)) names += (names.empty() ? "" : ", ") + fs::path(p).stem().string();
   return bad_input(name_or_path + ": no such file" +
                    (looks_like_path ? std::string("") : " and no shipped " + input_subdir(kind) + " entry of that name") +
-                   (names.empty() ? std::string("") : " (shipped: " + names + ")"));
+                   "; expected " + expected(kind) + (names.empty() ? std::string("") : " (shipped: " + names + ")"));
 }
 
 }  // namespace zs::core

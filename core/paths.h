@@ -16,8 +16,9 @@ enum class InputKind { model, hardware, deepspeed };
 std::vector<std::string> data_roots();
 // models/, configs/hardware/, configs/deepspeed/ below a root.
 std::string input_subdir(InputKind kind);
-// An existing path is returned as is; otherwise a shipped file by name (with or without .json).
-// The error lists the shipped names.
+// An existing file is returned as is; a model folder (InputKind::model) as its config.json (a HuggingFace checkpoint
+// or hub snapshot); otherwise a shipped file by name (with or without .json). Any other directory, or a name that
+// is none of these, is bad input naming the path, what was expected and the shipped names.
 Result<std::string> resolve_input(const std::string& name_or_path, InputKind kind);
 // Shipped files of a kind (absolute paths, sorted by name).
 std::vector<std::string> shipped_inputs(InputKind kind);

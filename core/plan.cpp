@@ -51,6 +51,8 @@ std::string to_string(Purpose p) {
     case Purpose::alloc_allreduce_bucket: return "alloc_allreduce_bucket";
     case Purpose::allreduce_grads: return "allreduce_grads";
     case Purpose::release_allreduce_bucket: return "release_allreduce_bucket";
+    case Purpose::alloc_reduce_temporaries: return "alloc_reduce_temporaries";
+    case Purpose::release_reduce_temporaries: return "release_reduce_temporaries";
     case Purpose::offload_grads: return "offload_grads";
     case Purpose::fp32_grads_to_host: return "fp32_grads_to_host";
     case Purpose::cast_fp32_grads: return "cast_fp32_grads";
@@ -144,6 +146,7 @@ nlohmann::ordered_json layout_to_json(const Layout& l) {
                       {"layer", g.layer}});
   return {{"stage", l.stage},       {"world", l.world},   {"flat_partition", l.flat_partition},
           {"partition_elements", l.partition_elements},
+          {"lp_cpu_flat_elements", l.lp_cpu_flat_elements}, {"lp_reuse_buffer_elements", l.lp_reuse_buffer_elements},
           {"sub_groups", l.sub_groups}, {"params", params}, {"groups", groups}};
 }
 

@@ -41,8 +41,10 @@ enum class Purpose : uint8_t {
   release_grads,             // stages 2-3: completed lp gradients into the IPG bucket, their buffers freed
   reduce_grads,              // reduce_scatter of a gradient bucket
   alloc_allreduce_bucket,    // stage 0: the flattened all-reduce bucket
-  allreduce_grads,           // allreduce of a gradient bucket (stage 0; stages 1-2 with reduce_scatter false)
+  allreduce_grads,           // allreduce of a gradient bucket (stage 0, BF16_Optimizer; stages 1-2 by default)
   release_allreduce_bucket,  // stage 0: the bucket freed
+  alloc_reduce_temporaries,  // stages 1-3: the gradient reduction's flattened bucket and partition copies
+  release_reduce_temporaries,  // ... freed when the micro-step's reductions are done
   offload_grads,             // lp gradient partitions between the GPU bucket and host memory (d2h, h2d)
   fp32_grads_to_host,        // the boundary's gradient partitions, cast to fp32, d2h to the group's buffer
   cast_fp32_grads,           // DeepSpeed < 0.19.5: the host cast after the blocking pageable d2h (cast_cpu)

@@ -44,10 +44,6 @@ Context::Context(const ModelSpec& m_, const Hardware& hw_, const Strategy& s_, c
   ckpt = s.activation_checkpointing.enabled;
   cpu_ckpt = ckpt && s.activation_checkpointing.cpu_checkpointing;
   act = mem.activations;
-  if (ckpt) {
-    const int64_t n = std::clamp<int64_t>(s.activation_checkpointing.number_checkpoints.value_or(m.layers), 1, m.layers);
-    segment = ceil_div(m.layers, n);
-  }
 
   // Parameters, partitions, homes and groups: the layout's (one per untied tensor, in forward order, as the
   // coordinator numbers them).

@@ -11,7 +11,6 @@
 namespace zs::core::sched {
 namespace {
 
-constexpr int64_t kAioAlignedBytes = 1024;
 int64_t align_up(int64_t a, int64_t b) { return b <= 1 ? a : (a + b - 1) / b * b; }
 
 class GroupEmitter {
@@ -42,7 +41,7 @@ class GroupEmitter {
       // step() swaps states in only once it runs: after the overflow check and the global norm (DEEPSPEED.md
       // "Optimizer step()"), not during backward — what `entry` carries for the deepspeed schedule.
       rd.insert(rd.end(), entry.begin(), entry.end());
-      const int64_t n = align_up(og.elements, std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / 4));
+      const int64_t n = align_up(og.elements, aio_aligned_numel(cx_.s.aio, 4));
       reads.push_back(io(OpKind::nvme_read, Purpose::swap_state_in, g, TensorKind::fp32_master, cx_.master_b * n, rd));
       reads.push_back(io(OpKind::nvme_read, Purpose::swap_state_in, g, TensorKind::adam_m, cx_.state_b * n, rd));
       reads.push_back(io(OpKind::nvme_read, Purpose::swap_state_in, g, TensorKind::adam_v, cx_.state_b * n, rd));
@@ -71,7 +70,7 @@ class GroupEmitter {
     if (og.tier != Tier::nvme) return after;
     std::vector<uint32_t> d = st_.prev_writes;
     d.push_back(after);
-    const int64_t n = align_up(og.elements, std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / 4));
+    const int64_t n = align_up(og.elements, aio_aligned_numel(cx_.s.aio, 4));
     std::vector<uint32_t> w;
     w.push_back(io(OpKind::nvme_write, Purpose::swap_state_out, g, TensorKind::fp32_master, cx_.master_b * n, d));
     w.push_back(io(OpKind::nvme_write, Purpose::swap_state_out, g, TensorKind::adam_m, cx_.state_b * n, d));
@@ -145,7 +144,7 @@ class GroupEmitter {
   int32_t micro_ = 0;
 
   int64_t nvme_align() const {
-    return std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / cx_.lp);
+    return aio_aligned_numel(cx_.s.aio, cx_.lp);
   }
   void range(Op& op, size_t g, TensorKind k) const {
     op.tensor = cx_.tensor(k, cx_.groups[g].first);

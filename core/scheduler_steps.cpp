@@ -10,7 +10,6 @@
 namespace zs::core::sched {
 namespace {
 
-constexpr int64_t kAioAlignedBytes = 1024;
 int64_t align_up(int64_t a, int64_t b) { return b <= 1 ? a : (a + b - 1) / b * b; }
 
 class MicroStep {
@@ -21,16 +20,20 @@ class MicroStep {
   }
 
   void run() {
+    const bool hooks = reduces_in_backward(cx_.s) && (cx_.stage >= 2 || st_.boundary);
+    int64_t temporaries = -1;
     for (size_t s = 0; s < cx_.trace.size(); ++s) {
+      if (hooks && temporaries < 0 && cx_.trace[s].pass != Pass::forward) temporaries = reduce_temporaries(+1, -1);
       if (cx_.stage == 3) gather(s);
       const uint32_t c = compute(s);
       prev_compute_ = c;
       if (cx_.stage == 3) release(s, c);
-      if (cx_.stage >= 2) grads_ready(s, c);
+      if (hooks) grads_ready(s, c);
     }
-    if (cx_.stage >= 2) flush();
+    if (hooks) flush();
+    if (temporaries > 0) reduce_temporaries(-1, st_.last_flush);
     if (cx_.stage == 3) release_leftovers();
-    if (cx_.stage <= 1 && st_.boundary) reduce_after_backward();
+    if (cx_.stage <= 1 && st_.boundary && !hooks) reduce_after_backward();
   }
 
  private:
@@ -52,7 +55,7 @@ class MicroStep {
   Phase phase_of(Pass p) const { return p == Pass::forward ? Phase::forward : Phase::backward; }
   int64_t lp_part_bytes(size_t p) const { return cx_.lp * cx_.params[p].part; }
   int64_t nvme_part_bytes(size_t p) const {
-    return cx_.lp * align_up(cx_.params[p].part, std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / cx_.lp));
+    return cx_.lp * align_up(cx_.params[p].part, aio_aligned_numel(cx_.s.aio, cx_.lp));
   }
 
   void set_range(Op& op, TensorKind k, const std::vector<size_t>& ps) const {
@@ -129,11 +132,11 @@ class MicroStep {
       c.deps.insert(c.deps.end(), reads.begin(), reads.end());
       h2d = e_.emit(std::move(c));
     }
-    Op ag = make_op(OpKind::allgather, Purpose::gather_params, Stream::comm, ph, st_.micro, layer);
+    Op ag = make_op(OpKind::allgather, Purpose::gather_params, comm_stream(), ph, st_.micro, layer);
     int64_t full = 0;
     for (size_t p : grp) full += cx_.params[p].numel;
     ag.bytes = cx_.lp * full;
-    ag.group_ranks = static_cast<int32_t>(cx_.world);
+    ag.group_ranks = static_cast<int32_t>(cx_.layout.world);  // MiCS: within the shard group
     ag.mem_delta[0] = cx_.lp * full;
     set_range(ag, TensorKind::lp_param, grp);
     ag.deps = host_deps();
@@ -284,8 +287,28 @@ class MicroStep {
     for (const auto& grp : by_module(left)) release_group(grp, Phase::backward, static_cast<uint32_t>(st_.last_compute));
   }
 
-  // Gradient hooks (stages 2, 3): each completed gradient is copied into the IPG bucket, reducing the bucket
-  // first when it would overflow (reduce_bucket_size elements); then the full gradient is freed.
+  // The reduction's temporaries (memory.h reduce_temporaries_bytes) taken (+1, before the first backward op or
+  // reduction) or given back (-1, after `after`). Returns the op.
+  int64_t reduce_temporaries(int sign, int64_t after) {
+    const int64_t bytes = reduce_temporaries_bytes(cx_.m, cx_.s);
+    if (bytes <= 0) return 0;
+    Op op = make_op(sign > 0 ? OpKind::alloc : OpKind::release,
+                    sign > 0 ? Purpose::alloc_reduce_temporaries : Purpose::release_reduce_temporaries, Stream::compute,
+                    Phase::backward, st_.micro, -1);
+    op.mem_delta[0] = sign * bytes;
+    if (after >= 0) op.deps.push_back(static_cast<uint32_t>(after));
+    if (st_.last_compute >= 0) op.deps.push_back(static_cast<uint32_t>(st_.last_compute));
+    return e_.emit(std::move(op));
+  }
+
+  // The stream of the reductions and ZeRO-3's parameter all-gathers: a side stream with overlap_comm, else the
+  // current one, so the collectives are exposed (stage_1_and_2.py average_tensor; stage3.py
+  // reduce_and_partition_stream; parameter_offload.py's all-gather stream).
+  Stream comm_stream() const { return cx_.s.zero.overlap_comm ? Stream::comm : Stream::compute; }
+
+  // Gradient hooks: each completed gradient is copied into the IPG bucket, reducing the bucket first when it
+  // would overflow (reduce_bucket_size elements); then the full gradient is freed (stage 1 keeps its full
+  // gradients).
   void grads_ready(size_t s, uint32_t c) {
     const auto& ready = cx_.grads_ready_at[s];
     if (ready.empty()) return;
@@ -295,6 +318,7 @@ class MicroStep {
       bucket_.push_back(p);
       bucket_elems_ += n;
     }
+    if (cx_.stage == 1) return;
     Op r = make_op(OpKind::release, Purpose::release_grads, Stream::compute, Phase::backward, st_.micro,
                    layer_of(ready));
     for (size_t p : ready) r.mem_delta[0] -= cx_.lp * cx_.params[p].numel;
@@ -303,18 +327,23 @@ class MicroStep {
     e_.emit(std::move(r));
   }
 
-  // Stages 1-2 with "reduce_scatter": false average each bucket with an all-reduce instead.
+  // The collective of one gradient bucket. Stages 1-2 (stage_1_and_2.py average_tensor): an all-reduce of the
+  // bucket (allreduce_and_scatter → allreduce_bucket) with use_multi_rank_bucket_allreduce (the default) or
+  // reduce_scatter false, else one dist.reduce per owning rank (costed as a reduce-scatter: the same bytes per
+  // rank). Stage 3 (__reduce_and_partition_ipg_grads): reduce_scatter_coalesced, or with reduce_scatter false and
+  // contiguous gradients an all-reduce of the bucket (__avg_scatter_contiguous_grads).
   OpKind reduce_kind() const {
-    return cx_.stage <= 2 && !cx_.s.zero.reduce_scatter ? OpKind::allreduce : OpKind::reduce_scatter;
+    const auto& z = cx_.s.zero;
+    if (cx_.stage == 3)
+      return !z.reduce_scatter && contiguous_gradients_in_effect(cx_.s) ? OpKind::allreduce : OpKind::reduce_scatter;
+    return !z.reduce_scatter || z.use_multi_rank_bucket_allreduce ? OpKind::allreduce : OpKind::reduce_scatter;
   }
 
   Purpose reduce_purpose() const {
     return reduce_kind() == OpKind::allreduce ? Purpose::allreduce_grads : Purpose::reduce_grads;
   }
 
-  int64_t comm_bytes_per_elem() const {
-    return cx_.s.communication_data_type ? bytes_per_element(*cx_.s.communication_data_type) : cx_.lp;
-  }
+  int64_t comm_bytes_per_elem() const { return bytes_per_element(communication_dtype(cx_.s)); }
 
   uint32_t transfer(OpKind k, Purpose why, const std::vector<size_t>& ps, TensorKind tk, int64_t bytes,
                     std::vector<uint32_t> deps) {
@@ -348,6 +377,20 @@ class MicroStep {
     const uint32_t id = e_.emit(std::move(cast));
     st_.last_compute = id;
     return id;
+  }
+
+  // MiCS at the GA boundary (zero/mics.py allreduce_mics_shard_grads): the shard's gradient partitions are
+  // all-reduced across the world / shard replicas after the reduce-scatter within the shard. Returns the last op.
+  uint32_t mics_replica_allreduce(const std::vector<size_t>& ps, uint32_t reduced) {
+    const int64_t replicas = cx_.world / std::max<int64_t>(1, cx_.layout.world);
+    if (cx_.stage != 3 || replicas <= 1 || !st_.boundary) return reduced;
+    Op ar = make_op(OpKind::allreduce, Purpose::allreduce_grads, comm_stream(), Phase::backward, st_.micro,
+                    layer_of(ps));
+    ar.bytes = cx_.gacc_b * share(ps);
+    ar.group_ranks = static_cast<int32_t>(replicas);
+    set_range(ar, TensorKind::lp_grad, ps);
+    ar.deps.push_back(reduced);
+    return e_.emit(std::move(ar));
   }
 
   int64_t share(const std::vector<size_t>& ps) const {
@@ -409,7 +452,7 @@ class MicroStep {
           if (grp.tier == Tier::nvme) {
             std::vector<uint32_t> d = {last};
             d.insert(d.end(), buffer_free.begin(), buffer_free.end());
-            const int64_t a4 = std::max<int64_t>(1, kAioAlignedBytes * cx_.s.aio.intra_op_parallelism / 4);
+            const int64_t a4 = aio_aligned_numel(cx_.s.aio, 4);
             last =
                 transfer(OpKind::nvme_write, Purpose::write_grads, ps, TensorKind::fp32_grad, 4 * align_up(n, a4), d);
           }
@@ -424,11 +467,11 @@ class MicroStep {
     if (cx_.opt_offload) {
       const int64_t ga = cx_.s.gradient_accumulation_steps;
       if (cx_.stage == 2 && ga > 1) {
-        // async_accumulate_grad_in_cpu_via_gpu: micro-step 0 copies the lp grads out, later ones read them back.
-        if (st_.micro == 0)
-          last = transfer(OpKind::d2h, Purpose::offload_grads, ps, TensorKind::lp_grad, cx_.lp * n, {last});
-        else
+        // async_accumulate_grad_in_cpu_via_gpu: later micro-steps read the host sum back and add to it on the GPU;
+        // every micro-step copies the sum out again (copy_gradients_to_cpu).
+        if (st_.micro > 0)
           last = transfer(OpKind::h2d, Purpose::offload_grads, ps, TensorKind::lp_grad, cx_.lp * n, {last});
+        last = transfer(OpKind::d2h, Purpose::offload_grads, ps, TensorKind::lp_grad, cx_.lp * n, {last});
       }
       if (st_.boundary) {
         // async_inplace_copy_grad_to_fp32_buffer_from_gpu: cast to the master dtype on the GPU, then D2H.
@@ -446,30 +489,31 @@ class MicroStep {
   // __reduce_and_partition_ipg_grads (stage 3) / reduce_ipg_grads (stage 2): one reduce-scatter of the bucket.
   void flush() {
     if (bucket_.empty()) return;
-    Op rs = make_op(reduce_kind(), reduce_purpose(), Stream::comm, Phase::backward, st_.micro, layer_of(bucket_));
+    Op rs = make_op(reduce_kind(), reduce_purpose(), comm_stream(), Phase::backward, st_.micro, layer_of(bucket_));
     rs.bytes = comm_bytes_per_elem() * bucket_elems_;
-    rs.group_ranks = static_cast<int32_t>(cx_.world);
+    rs.group_ranks = static_cast<int32_t>(cx_.stage == 3 ? cx_.layout.world : cx_.world);
     set_range(rs, TensorKind::lp_grad, bucket_);
     if (st_.last_compute >= 0) rs.deps.push_back(static_cast<uint32_t>(st_.last_compute));
     if (st_.last_flush >= 0) rs.deps.push_back(static_cast<uint32_t>(st_.last_flush));
     const uint32_t id = e_.emit(std::move(rs));
-    st_.last_flush = deliver(bucket_, id);
+    st_.last_flush = deliver(bucket_, mics_replica_allreduce(bucket_, id));
     bucket_.clear();
     bucket_elems_ = 0;
     if (st_.boundary && cx_.schedule == Schedule::overlap) emit_overlap_ready_groups(cx_, e_, st_);
   }
 
-  // Stages 0 and 1 reduce at the GA boundary, after backward, in parameter order and reduce_bucket_size
-  // buckets: stage 1 reduce-scatters into IPG buckets (static), stage 0 all-reduces flattened buckets
-  // (buffered_allreduce_fallback: each bucket is a fresh allocation, freed after).
+  // Stages 0 and 1 reduce at the GA boundary, after backward, in parameter order: stage 1 through IPG buckets of
+  // reduce_bucket_size (static), stage 0 and BF16_Optimizer through engine.py buffered_allreduce_fallback, whose
+  // MEMORY_OPT_ALLREDUCE_SIZE buckets are each a fresh flattened allocation, freed after.
   void reduce_after_backward() {
-    const int64_t cap = std::max<int64_t>(1, cx_.s.zero.reduce_bucket_size);
+    const bool ipg = cx_.stage == 1 && !uses_bf16_optimizer(cx_.s);
+    const int64_t cap = std::max<int64_t>(1, ipg ? cx_.s.zero.reduce_bucket_size : kMemoryOptAllreduceSize);
     std::vector<size_t> b;
     int64_t elems = 0;
     auto emit_bucket = [&]() {
       if (b.empty()) return;
-      if (cx_.stage == 1) {
-        Op rs = make_op(reduce_kind(), reduce_purpose(), Stream::comm, Phase::backward, st_.micro, layer_of(b));
+      if (ipg) {
+        Op rs = make_op(reduce_kind(), reduce_purpose(), comm_stream(), Phase::backward, st_.micro, layer_of(b));
         rs.bytes = comm_bytes_per_elem() * elems;
         rs.group_ranks = static_cast<int32_t>(cx_.world);
         set_range(rs, TensorKind::lp_grad, b);
@@ -481,7 +525,7 @@ class MicroStep {
       } else {
         Op al = make_op(OpKind::alloc, Purpose::alloc_allreduce_bucket, Stream::comm, Phase::backward, st_.micro,
                         layer_of(b));
-        al.mem_delta[0] = comm_bytes_per_elem() * elems;
+        al.mem_delta[0] = allreduce_bucket_bytes(cx_.s, elems);
         al.deps.push_back(static_cast<uint32_t>(st_.last_compute));
         if (st_.last_flush >= 0) al.deps.push_back(static_cast<uint32_t>(st_.last_flush));
         const uint32_t a = e_.emit(std::move(al));
@@ -494,7 +538,7 @@ class MicroStep {
         const uint32_t r = e_.emit(std::move(ar));
         Op fr = make_op(OpKind::release, Purpose::release_allreduce_bucket, Stream::comm, Phase::backward, st_.micro,
                         layer_of(b));
-        fr.mem_delta[0] = -comm_bytes_per_elem() * elems;
+        fr.mem_delta[0] = -allreduce_bucket_bytes(cx_.s, elems);
         fr.deps.push_back(r);
         e_.emit(std::move(fr));
         st_.last_flush = deliver(b, r);
@@ -502,12 +546,14 @@ class MicroStep {
       b.clear();
       elems = 0;
     };
+    const int64_t temporaries = ipg ? reduce_temporaries(+1, -1) : -1;
     for (size_t p = 0; p < cx_.np(); ++p) {
       if (!b.empty() && elems + cx_.params[p].numel > cap) emit_bucket();
       b.push_back(p);
       elems += cx_.params[p].numel;
     }
     emit_bucket();
+    if (temporaries > 0) reduce_temporaries(-1, st_.last_flush);
   }
 };
 

@@ -24,43 +24,6 @@ constexpr int64_t kHfMicroBatch = 8;  // per_device_train_batch_size
 constexpr double kHfLr = 5e-5;        // learning_rate
 constexpr double kHfMaxGradNorm = 1.0;
 
-// Top-level DeepSpeed keys zerosim accepts without modelling: carried verbatim into the resolved config.
-const std::vector<const char*> kObjectBlocks = {"scheduler",
-                                                "flops_profiler",
-                                                "tensorboard",
-                                                "wandb",
-                                                "csv_monitor",
-                                                "comet",
-                                                "comms_logger",
-                                                "checkpoint",
-                                                "elasticity",
-                                                "autotuning",
-                                                "compression_training",
-                                                "data_efficiency",
-                                                "curriculum_learning",
-                                                "pipeline",
-                                                "sparse_attention",
-                                                "eigenvalue",
-                                                "progressive_layer_drop",
-                                                "quantize_training",
-                                                "nebula",
-                                                "hybrid_engine",
-                                                "compile",
-                                                "timers",
-                                                "tensor_parallel",
-                                                "torch_autocast"};
-// Blocks that are routine (logging, scheduling); the others get an "accepted, not modelled" note.
-const std::vector<std::string> kQuietBlocks = {"scheduler", "flops_profiler", "tensorboard", "wandb", "csv_monitor",
-                                               "comet",     "comms_logger",   "checkpoint",  "timers"};
-const std::vector<const char*> kBoolScalars = {"wall_clock_breakdown",
-                                               "dump_state",
-                                               "memory_breakdown",
-                                               "disable_allgather",
-                                               "sparse_gradients",
-                                               "dataloader_drop_last",
-                                               "use_data_before_expert_parallelism",
-                                               "graph_harvesting"};
-const std::vector<const char*> kIntScalars = {"steps_per_print", "vocabulary_size", "sequence_parallel_size"};
 // Optimizer names DeepSpeed builds itself (case-insensitive); any other name is looked up in torch.optim.
 const std::vector<std::string> kDsOptimizers = {"adam",    "adamw", "lamb",   "onebitadam", "onebitlamb", "zerooneadam",
                                                 "adagrad", "lion",  "muadam", "muadamw",    "musgd",      "muon"};
@@ -76,6 +39,9 @@ std::string lower(std::string s) {
   return s;
 }
 
+// "Adam" / "AdamW" in any case: DeepSpeed builds FusedAdam, DeepSpeedCPUAdam or torch.optim.Adam(W) from them.
+bool is_adam(const std::string& type) { return lower(type) == "adam" || lower(type) == "adamw"; }
+
 // A whole number (4 or 4.0), as DeepSpeed would use it; nullopt otherwise.
 std::optional<int64_t> whole(const Json* j) {
   if (!j || j->is_boolean() || !j->is_number()) return std::nullopt;
@@ -90,6 +56,51 @@ Json* member(Json* parent, const char* key) {
   return it == parent->end() ? nullptr : &*it;
 }
 
+// fp16 / bf16 under HF --fp16 / --bf16 (run.hf_precision), as the HF Trainer sets them up. transformers'
+// HfTrainerDeepSpeedConfig.trainer_config_process calls fill_match("fp16.enabled", args.fp16 ...) and
+// fill_match("bf16.enabled", args.bf16 ...): "auto" takes the flag, and an explicit value that differs is recorded
+// as a mismatch that trainer_config_finalize raises. accelerate's DeepSpeedPlugin.set_mixed_precision (run when the
+// Trainer builds its Accelerator) then adds {"enabled": true} (fp16: also "auto_cast": true) when the file has no
+// such block, and raises if the other precision is enabled. Without a flag, "auto" → false and explicit values
+// stand, as plain DeepSpeed reads them.
+Status resolve_hf_precision(Json& root, const std::string& file, const RunSettings& run,
+                            std::vector<std::string>& notes) {
+  const bool flag_given = run.hf_precision && *run.hf_precision != Precision::fp32;
+  const std::string flag = run.hf_precision == Precision::bf16 ? "--bf16" : "--fp16";
+  for (const Precision p : {Precision::fp16, Precision::bf16}) {
+    const bool want = run.hf_precision == p;
+    std::string name = to_string(p);
+    Json* block = member(&root, name.c_str());
+    if (!block && p == Precision::bf16 && member(&root, "bfloat16")) {  // the old name, still read by DeepSpeed
+      name = "bfloat16";
+      block = member(&root, "bfloat16");
+    }
+    Json* enabled = member(block, "enabled");
+    if (enabled && is_auto(*enabled)) {
+      *enabled = want;
+      notes.push_back(name + ".enabled: \"auto\" → " + (want ? "true" : "false") + " (" +
+                      (flag_given ? "HF " + flag : "HF " + to_string(p) + " default false") + ")");
+      continue;
+    }
+    if (!flag_given) continue;
+    if (enabled && enabled->is_boolean() && enabled->get<bool>() != want)
+      return bad_input(file + ": " + name + ".enabled: " + enabled->dump() + " contradicts " + flag +
+                       " (the HF Trainer raises a mismatch: fill_match in transformers' integrations/deepspeed.py" +
+                       (want ? "" : "; accelerate's set_mixed_precision refuses it too") + "); write \"auto\" or " +
+                       (want ? "true" : "false") + ", or drop " + flag);
+    if (!want) continue;
+    if (!block) {
+      root[name] = p == Precision::fp16 ? Json{{"enabled", true}, {"auto_cast", true}} : Json{{"enabled", true}};
+      notes.push_back(name + ": " + root[name].dump() + " added for " + flag +
+                      " (the file has no " + name + " block; accelerate's DeepSpeedPlugin.set_mixed_precision adds it)");
+    } else if (block->is_object() && !enabled) {
+      notes.push_back(name + ".enabled is not in the file: DeepSpeed's default false stands, so " + flag +
+                      " does not change the precision (HF fills only \"auto\" and accelerate only a missing block)");
+    }
+  }
+  return {};
+}
+
 // trainer_config_process / trainer_config_finalize of transformers' HfTrainerDeepSpeedConfig: fills the
 // "auto" values it knows, from TrainingArguments (RunSettings stand-ins, else HF's defaults) and the model.
 Status resolve_hf_autos(Json& root, const std::string& file, const RunSettings& run, std::vector<std::string>& notes) {
@@ -99,7 +110,8 @@ Status resolve_hf_autos(Json& root, const std::string& file, const RunSettings& 
     *v = value;
     notes.push_back(path + ": \"auto\" → " + value.dump() + " (" + why + ")");
   };
-  // Batch: an explicit value must agree with the TrainingArguments value when one is given (HF's mismatch error).
+  // Batch: "auto" takes the TrainingArguments value; an explicit value stands (HF would raise a mismatch, but
+  // zerosim's --micro-batch / --grad-accum override the file through batch_setting_changes instead).
   struct Hf {
     const char* key;
     std::optional<int64_t> given;
@@ -111,9 +123,6 @@ Status resolve_hf_autos(Json& root, const std::string& file, const RunSettings& 
   int64_t eff[2];
   for (int i = 0; i < 2; ++i) {
     auto explicit_value = whole(member(&root, hf[i].key));
-    if (explicit_value && hf[i].given && *explicit_value != *hf[i].given)
-      return bad_input(file + ": " + hf[i].key + ": " + std::to_string(*explicit_value) + " disagrees with HF " +
-                       hf[i].arg + " " + std::to_string(*hf[i].given) + " (the HF Trainer raises a mismatch error)");
     eff[i] = explicit_value.value_or(hf[i].given.value_or(hf[i].dflt));
     fill(&root, hf[i].key, hf[i].key, hf[i].given.value_or(hf[i].dflt),
          std::string("HF ") + hf[i].arg + (hf[i].given ? "" : " default"));
@@ -138,9 +147,7 @@ Status resolve_hf_autos(Json& root, const std::string& file, const RunSettings& 
                       ": \"auto\" left as is (the HF Trainer fills it from the "
                       "training length; the scheduler is not modelled)");
 
-  const bool hf_fp16 = run.hf_precision == Precision::fp16, hf_bf16 = run.hf_precision == Precision::bf16;
-  fill(member(&root, "fp16"), "enabled", "fp16.enabled", hf_fp16, hf_fp16 ? "HF --fp16" : "HF fp16 default false");
-  fill(member(&root, "bf16"), "enabled", "bf16.enabled", hf_bf16, hf_bf16 ? "HF --bf16" : "HF bf16 default false");
+  ZS_TRY(resolve_hf_precision(root, file, run, notes));
   fill(member(&root, "amp"), "enabled", "amp.enabled", false, "HF fp16_backend apex not selected");
   fill(member(&root, "amp"), "opt_level", "amp.opt_level", "O1", "HF fp16_opt_level default");
 
@@ -159,42 +166,6 @@ Status resolve_hf_autos(Json& root, const std::string& file, const RunSettings& 
          static_cast<int64_t>(0.9 * static_cast<double>(h) * static_cast<double>(h)), "0.9·hidden² as HF Trainer");
     fill(z, "stage3_param_persistence_threshold", "zero_optimization.stage3_param_persistence_threshold", 10 * h,
          "10·hidden as HF Trainer");
-  }
-  return {};
-}
-
-// Any "auto" left after the HF pass. In zero_optimization (pydantic models) DeepSpeed drops "auto" values, so
-// the code default applies: the value becomes null (absent to the reader, still checked as a key) or, in
-// blocks carried verbatim, is erased. In accepted-not-modelled blocks it is left alone. Elsewhere it is an error.
-Status sweep_autos(Json& j, const std::string& path, const std::string& file, bool in_zero, bool erase,
-                   std::vector<std::string>& notes) {
-  if (!j.is_object()) return {};
-  for (auto it = j.begin(); it != j.end();) {
-    const std::string key = it.key();
-    const std::string p = path.empty() ? key : path + "." + key;
-    if (is_auto(*it)) {
-      if (!in_zero)
-        return bad_input(file + ": " + p +
-                         ": \"auto\" is not filled by the HF Trainer and DeepSpeed does not resolve "
-                         "it; write a value");
-      notes.push_back(p +
-                      ": \"auto\" → default (the HF Trainer does not fill it; DeepSpeed drops \"auto\" values in "
-                      "zero_optimization and uses the code default)");
-      if (erase) {
-        it = j.erase(it);
-        continue;
-      }
-      *it = nullptr;
-    } else if (it->is_object()) {
-      if (path.empty() && (contains({kObjectBlocks.begin(), kObjectBlocks.end()}, key) || key == "amp")) {
-        if (key == "amp") ZS_TRY(sweep_autos(*it, p, file, false, false, notes));
-      } else if (!(in_zero && key == "zeropp_loco_param")) {  // a plain dict in DeepSpeed: "auto" stays a string
-        const bool zero = in_zero || (path.empty() && key == "zero_optimization");
-        const bool verbatim = in_zero && key != "offload_param" && key != "offload_optimizer";
-        ZS_TRY(sweep_autos(*it, p, file, zero, erase || verbatim, notes));
-      }
-    }
-    ++it;
   }
   return {};
 }
@@ -270,7 +241,13 @@ void read_optimizer(ObjectReader& o, Strategy& s, Json& unmodelled) {
   o.accept({"legacy_fusion"});
   const std::string name = contains(kDsOptimizers, lower(c.type)) ? lower(c.type) : c.type;
   const bool adam = name == "adam" || name == "adamw";
+  const bool offload = s.zero.offload_optimizer.device != OffloadDevice::none;
   ObjectReader p = o.object({"params"});
+  if (p.has("max_grad_norm"))  // engine.py _configure_basic_optimizer, for every optimizer
+    p.fail("max_grad_norm",
+           "not supported as an optimizer parameter: DeepSpeed raises ValueError; use the top-level "
+           "\"gradient_clipping\"");
+  if (offload && adam) p.accept({"fp32_optimizer_states"});  // popped for DeepSpeedCPUAdam
   c.lr = p.number({"lr"}, c.lr, 0.0, kInf);
   if (const Json* b = p.raw({"betas"}); b && !b->is_null()) {
     auto ok = [](const Json& x) { return x.is_number() && x.get<double>() >= 0.0 && x.get<double>() < 1.0; };
@@ -289,20 +266,26 @@ void read_optimizer(ObjectReader& o, Strategy& s, Json& unmodelled) {
     p.fail("amsgrad",
            "true is not supported: CPU Adam doesn't support it (DeepSpeedCPUAdam and FusedAdam have no "
            "AMSGrad; torch_adam true would use torch.optim)");
-  if (!adam) {  // other optimizers take other params; carry them, model Adam-like state
-    Json extra = Json::object();
-    for (const auto& k : p.unknown_keys()) {
-      p.accept({k.c_str()});
-      extra[k] = *p.raw({k.c_str()});
-    }
-    if (!extra.empty()) unmodelled["optimizer"]["params"] = extra;
+  if (!adam) {  // other optimizers take other params: carried as written (the resolved config writes them back)
+    for (const auto& k : p.unknown_keys()) p.accept({k.c_str()});
+    if (const Json* params = o.raw({"params"}); params && params->is_object())
+      unmodelled["optimizer"]["params"] = *params;
     s.notes.push_back("optimizer.type \"" + c.type + "\": zerosim models Adam's optimizer state (fp32 m and v)");
   }
-  const bool offload = s.zero.offload_optimizer.device != OffloadDevice::none;
-  if (offload && s.zero_force_ds_cpu_optimizer && !(adam || name == "adagrad" || name == "lion"))
+  // engine.py: _configure_basic_optimizer builds FusedLamb (a GPU kernel) for "Lamb", and 1-bit optimizers assert
+  // they are not used with ZeRO; _configure_optimizer asserts an optimizer outside ZERO_SUPPORTED_OPTIMIZERS
+  // (zero/utils.py: Adam(W), Adagrad, Lion, Muon and their CPU/fused forms) needs zero_allow_untested_optimizer.
+  const bool zero_supported = adam || name == "adagrad" || name == "lion" || name == "muon";
+  if (offload && name == "lamb")
     o.fail("type", "\"" + c.type +
-                       "\" has no DeepSpeed CPU implementation; with offload_optimizer and "
-                       "zero_force_ds_cpu_optimizer true DeepSpeed rejects it (use Adam/AdamW/Adagrad/Lion)");
+                       "\" has no DeepSpeed CPU implementation: with offload_optimizer the fp32 partitions live on "
+                       "the CPU and FusedLamb is a GPU kernel (use Adam/AdamW/Adagrad/Lion)");
+  if (s.zero.stage > 0 && (name == "onebitadam" || name == "zerooneadam" || name == "onebitlamb"))
+    o.fail("type", "\"" + c.type + "\" is not compatible with ZeRO (DeepSpeed asserts); use stage 0");
+  if (s.zero.stage > 0 && !zero_supported && !s.zero_allow_untested_optimizer)
+    o.fail("type", "\"" + c.type +
+                       "\" is not one of ZeRO's tested optimizers; DeepSpeed asserts \"You are using an untested ZeRO "
+                       "Optimizer\" unless \"zero_allow_untested_optimizer\": true");
 }
 
 void read_precision(ObjectReader& r, Strategy& s, Json& unmodelled) {
@@ -312,24 +295,49 @@ void read_precision(ObjectReader& r, Strategy& s, Json& unmodelled) {
   h.auto_cast = f.boolean({"auto_cast"}, h.auto_cast);
   h.loss_scale = f.number({"loss_scale"}, h.loss_scale, 0.0, kInf);
   h.initial_scale_power = f.integer({"initial_scale_power"}, h.initial_scale_power, 0, 127);
-  h.loss_scale_window = f.integer({"loss_scale_window"}, h.loss_scale_window, 1, kMax);
-  h.hysteresis = f.integer({"hysteresis"}, h.hysteresis, 1, kMax);
+  h.loss_scale_window = f.integer({"loss_scale_window"}, h.loss_scale_window, -kMax, kMax);
+  h.hysteresis = f.integer({"hysteresis"}, h.hysteresis, -kMax, kMax);
   h.consecutive_hysteresis = f.boolean({"consecutive_hysteresis"}, h.consecutive_hysteresis);
-  h.min_loss_scale = f.number({"min_loss_scale"}, h.min_loss_scale, 0.0, kInf);
+  h.min_loss_scale = static_cast<double>(f.integer({"min_loss_scale"}, 1, -kMax, kMax));  // an int field
   h.fp16_master_weights_and_grads = f.boolean({"fp16_master_weights_and_grads"}, h.fp16_master_weights_and_grads);
+  // DeepSpeedFP16Config._validate_dynamic_loss_scale_params: checked only for dynamic scaling (enabled, loss_scale 0).
+  if (h.enabled && h.loss_scale == 0 && h.loss_scale_window <= 0)
+    f.fail("loss_scale_window",
+           std::to_string(h.loss_scale_window) +
+               ": must be > 0 when dynamic loss scaling is enabled (loss_scale 0); DeepSpeed raises");
+  if (h.enabled && h.loss_scale == 0 && h.min_loss_scale <= 0)
+    f.fail("min_loss_scale", Json(h.min_loss_scale).dump() +
+                                 ": must be > 0 when dynamic loss scaling is enabled (loss_scale 0); DeepSpeed raises");
 
-  if (r.has("bf16") && r.has("bfloat16"))
-    r.fail("bfloat16", "given together with \"bf16\"; keep \"bf16\" (bfloat16 is the old name)");
-  if (r.has("bfloat16")) s.notes.push_back("bfloat16 is the old name of bf16 (DeepSpeed still reads it)");
-  ObjectReader b = r.object({"bf16", "bfloat16"});
+  // get_bfloat16_config: "bf16" when present, else the old name "bfloat16"; DeepSpeedBF16Config forbids other keys.
+  const Json* bf16 = r.raw({"bf16"});
+  const bool old_name = (!bf16 || bf16->is_null()) && r.has("bfloat16");
+  if (old_name) s.notes.push_back("bfloat16 is the old name of bf16 (DeepSpeed still reads it when bf16 is absent)");
+  if (bf16 && !bf16->is_null() && r.has("bfloat16")) {
+    r.raw({"bfloat16"});
+    s.notes.push_back("bfloat16: ignored, because bf16 is given (DeepSpeed reads bfloat16 only when bf16 is absent)");
+  }
+  ObjectReader b = r.object({old_name ? "bfloat16" : "bf16"});
   auto& g = s.bf16;
+  const DeepSpeedVersion& v = s.run.deepspeed_version;
+  g.check_grad_overflow = v >= kBf16CheckGradOverflowSince;        // PR #8035
+  g.immediate_grad_update = v < kBf16ImmediateGradUpdateOffSince;  // PR #6976
   g.enabled = b.boolean({"enabled"}, g.enabled);
   g.immediate_grad_update = b.boolean({"immediate_grad_update"}, g.immediate_grad_update);
-  g.check_overflow = b.boolean({"check_overflow"}, g.check_overflow);
+  g.check_grad_overflow = b.boolean({"check_grad_overflow"}, g.check_grad_overflow);
   g.bf16_master_weights_and_grads = b.boolean({"bf16_master_weights_and_grads"}, g.bf16_master_weights_and_grads);
   g.bf16_optimizer_states = b.boolean({"bf16_optimizer_states"}, g.bf16_optimizer_states);
   if (h.enabled && g.enabled)
     b.fail("enabled", "fp16 and bf16 are both enabled; DeepSpeed asserts that at most one of them is");
+  // DeepSpeedConfig._do_error_check.
+  const bool zero = s.zero.stage >= 1;
+  if (h.fp16_master_weights_and_grads && !zero)
+    f.fail("fp16_master_weights_and_grads", "true needs ZeRO stage 1, 2 or 3 (DeepSpeed asserts)");
+  if (g.bf16_master_weights_and_grads && !zero)
+    b.fail("bf16_master_weights_and_grads", "true needs ZeRO stage 1, 2 or 3 (DeepSpeed asserts)");
+  if (g.bf16_optimizer_states && (!zero || !g.bf16_master_weights_and_grads))
+    b.fail("bf16_optimizer_states",
+           "true needs ZeRO stage 1, 2 or 3 and bf16_master_weights_and_grads true (DeepSpeed asserts)");
 
   ObjectReader a = r.object({"amp"});
   if (a.present()) {
@@ -349,16 +357,19 @@ void read_activation_checkpointing(ObjectReader& r, Strategy& s) {
   // A config carrying this block is written for a model that checkpoints its blocks through
   // deepspeed.checkpointing (Megatron style), so the block implies checkpointing.
   c.enabled = true;
-  if (a.has("enabled"))
-    a.fail("enabled",
-           "not a DeepSpeed key: the block has no on/off switch (the model calls deepspeed.checkpointing; HF "
-           "uses gradient_checkpointing); zerosim takes it from --checkpoint-activations");
+  if (a.has("enabled")) {  // read key by key by DeepSpeed, so ignored there
+    a.accept({"enabled"});
+    s.notes.push_back(
+        "activation_checkpointing.enabled: not a DeepSpeed key (DeepSpeed ignores it: the model decides what is "
+        "checkpointed); zerosim takes checkpointing as on because the block is present");
+  }
   c.partition_activations = a.boolean({"partition_activations"}, c.partition_activations);
   c.cpu_checkpointing = a.boolean({"cpu_checkpointing"}, c.cpu_checkpointing);
   c.contiguous_memory_optimization = a.boolean({"contiguous_memory_optimization"}, c.contiguous_memory_optimization);
   c.number_checkpoints = a.opt_integer({"number_checkpoints"}, 1, kMax);
   c.synchronize_checkpoint_boundary = a.boolean({"synchronize_checkpoint_boundary"}, c.synchronize_checkpoint_boundary);
   c.profile = a.boolean({"profile"}, c.profile);
+  detail::note_ignored_keys(a, s.notes);
   s.notes.push_back(
       "activation_checkpointing: on (the block is present, so the model is taken to checkpoint every block through "
       "deepspeed.checkpointing; without the block, --checkpoint-activations / HF gradient_checkpointing turns it on)");
@@ -367,6 +378,7 @@ void read_activation_checkpointing(ObjectReader& r, Strategy& s) {
 std::optional<Precision> read_dtype(ObjectReader& r, const char* key, const std::vector<std::string>& allowed) {
   if (!r.has(key)) return std::nullopt;
   std::string v = r.choice({key}, "", allowed);
+  if (v.rfind("torch.", 0) == 0) v = v.substr(6);
   if (v == "fp32" || v == "float32" || v == "float") return Precision::fp32;
   if (v == "fp16" || v == "float16" || v == "half") return Precision::fp16;
   if (v == "bf16" || v == "bfloat16") return Precision::bf16;
@@ -388,7 +400,9 @@ void merge_into(nlohmann::ordered_json& dst, const Json& src) {
 
 Result<Strategy> from_json(Json root, const std::string& file, const RunSettings& run) {
   const std::string config_text = root.dump();
-  ZS_TRY(apply_config_changes(root, run.config_changes, file));
+  const Json original = run.config_changes.empty() ? Json() : root;
+  // Without changes a non-object top level is left for the reader to name.
+  if (!run.config_changes.empty()) ZS_TRY(apply_config_changes(root, run.config_changes, file));
   if (run.nodes < 1 || run.gpus_per_node < 1)
     return bad_input(file + ": world size must be at least 1 (nodes " + std::to_string(run.nodes) +
                      " × gpus_per_node " + std::to_string(run.gpus_per_node) + ")");
@@ -396,8 +410,9 @@ Result<Strategy> from_json(Json root, const std::string& file, const RunSettings
   s.source = file;
   s.config_text = config_text;
   s.run = run;
+  if (!run.config_changes.empty()) detail::note_config_changes(original, root, run, s.notes);
   ZS_TRY(resolve_hf_autos(root, file, run, s.notes));
-  ZS_TRY(sweep_autos(root, "", file, false, false, s.notes));
+  ZS_TRY(detail::sweep_autos(root, file, s.notes));
 
   ObjectReader r(root, file, "");
   Json unmodelled = Json::object();
@@ -412,7 +427,7 @@ Result<Strategy> from_json(Json root, const std::string& file, const RunSettings
     detail::read_zero_optimization(z, s, unmodelled);
   }
   ObjectReader aio = r.object({"aio"});
-  detail::read_aio(aio, s.aio);
+  detail::read_aio(aio, run.deepspeed_version, s.aio, s.notes);
 
   s.gradient_clipping = r.number({"gradient_clipping"}, s.gradient_clipping, 0.0, kInf);
   s.zero_force_ds_cpu_optimizer = r.boolean({"zero_force_ds_cpu_optimizer"}, s.zero_force_ds_cpu_optimizer);
@@ -420,10 +435,21 @@ Result<Strategy> from_json(Json root, const std::string& file, const RunSettings
   s.prescale_gradients = r.boolean({"prescale_gradients"}, s.prescale_gradients);
   s.gradient_predivide_factor = r.number({"gradient_predivide_factor"}, s.gradient_predivide_factor, 1e-30, kInf);
   s.communication_data_type = read_dtype(r, "communication_data_type", {"fp32", "fp16", "bf16"});
+  // data_types (get_data_types_params, read key by key): values are DtypeEnum names.
+  const std::vector<std::string> dtypes = {"fp32",          "fp16",          "bf16",          "float32",
+                                           "float",         "float16",       "half",          "bfloat16",
+                                           "torch.float32", "torch.float16", "torch.bfloat16"};
   ObjectReader dt = r.object({"data_types"});
-  s.grad_accum_dtype =
-      read_dtype(dt, "grad_accum_dtype", {"fp32", "fp16", "bf16", "float32", "float", "float16", "half", "bfloat16"});
+  s.grad_accum_dtype = read_dtype(dt, "grad_accum_dtype", dtypes);
+  const std::optional<Precision> param_dtype = read_dtype(dt, "param_dtype", dtypes);
+  if (param_dtype) unmodelled["data_types"]["param_dtype"] = to_string(*param_dtype);
+  if (auto buffer = read_dtype(dt, "buffer_dtype", dtypes))
+    unmodelled["data_types"]["buffer_dtype"] = to_string(*buffer);
+  detail::note_ignored_keys(dt, s.notes);
   read_precision(r, s, unmodelled);
+  if (param_dtype && *param_dtype != s.model_dtype())  // engine.py _assert_valid_mixed_precision_config
+    dt.fail("param_dtype", "\"" + to_string(*param_dtype) + "\" conflicts with the enabled precision (model dtype " +
+                               to_string(s.model_dtype()) + "); DeepSpeed asserts");
   if (s.amp_enabled && s.zero.stage > 0)
     r.fail("amp", "enabled with ZeRO stage " + std::to_string(s.zero.stage) +
                       ": DeepSpeed asserts \"Amp and ZeRO are not "
@@ -435,21 +461,10 @@ Result<Strategy> from_json(Json root, const std::string& file, const RunSettings
     s.notes.push_back("no optimizer block: the client's optimizer is used (HF Trainer: AdamW); zerosim models Adam");
   read_activation_checkpointing(r, s);
 
-  for (const char* k : kObjectBlocks) {
-    ObjectReader b = r.object({k});
-    if (!b.present()) continue;
-    for (const auto& key : b.unknown_keys()) b.accept({key.c_str()});
-    unmodelled[k] = *r.raw({k});
-    if (!contains(kQuietBlocks, k)) s.notes.push_back(std::string(k) + ": accepted, not modelled");
-  }
-  for (const char* k : kBoolScalars)
-    if (auto v = r.opt_boolean({k})) unmodelled[k] = *v;
-  for (const char* k : kIntScalars)
-    if (auto v = r.opt_integer({k}, 0, kMax)) unmodelled[k] = *v;
-  if (auto v = r.opt_string({"seq_parallel_communication_data_type"}))
-    unmodelled["seq_parallel_communication_data_type"] = *v;
+  detail::read_other_keys(r, s, unmodelled);
 
-  ZS_TRY(r.finish());
+  ZS_TRY(r.finish());  // DeepSpeed's own refusals (unknown keys in strict blocks, asserts) come first
+  ZS_TRY(detail::refuse_unmodelled(root, file));
   s.unmodelled_json = unmodelled.dump();
   return s;
 }
@@ -498,15 +513,17 @@ std::string resolved_config_json(const Strategy& s) {
                {"loss_scale_window", h.loss_scale_window},
                {"hysteresis", h.hysteresis},
                {"consecutive_hysteresis", h.consecutive_hysteresis},
-               {"min_loss_scale", h.min_loss_scale},
+               {"min_loss_scale", static_cast<int64_t>(h.min_loss_scale)},
                {"fp16_master_weights_and_grads", h.fp16_master_weights_and_grads}};
   const auto& b = s.bf16;
   j["bf16"] = {{"enabled", b.enabled},
                {"immediate_grad_update", b.immediate_grad_update},
-               {"check_overflow", b.check_overflow},
+               {"check_grad_overflow", b.check_grad_overflow},
                {"bf16_master_weights_and_grads", b.bf16_master_weights_and_grads},
                {"bf16_optimizer_states", b.bf16_optimizer_states}};
-  if (s.optimizer.given) {
+  if (s.optimizer.given && !is_adam(s.optimizer.type)) {
+    j["optimizer"] = {{"type", s.optimizer.type}};  // its params are carried as written (unmodelled_json)
+  } else if (s.optimizer.given) {
     const auto& o = s.optimizer;
     j["optimizer"] = {{"type", o.type},
                       {"params",
@@ -519,7 +536,7 @@ std::string resolved_config_json(const Strategy& s) {
                         {"torch_adam", o.torch_adam}}}};
   }
   j["zero_optimization"] = detail::zero_optimization_to_json(s.zero);
-  j["aio"] = detail::aio_to_json(s.aio);
+  j["aio"] = detail::aio_to_json(s.aio, s.run.deepspeed_version);
   const auto& a = s.activation_checkpointing;
   j["activation_checkpointing"] = {
       {"partition_activations", a.partition_activations},

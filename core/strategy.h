@@ -42,7 +42,6 @@ struct OffloadOptimizerConfig {
   double ratio = 1.0;  // Twin-Flow: fraction on CPU; < 1 needs stage 3
   bool super_offload = false;
   double cpuadam_cores_perc = 0.8;
-  bool convert_grad_on_cpu = true;
 };
 
 // zero_optimization (DeepSpeedZeroConfig) — every key with its code default; numbers are elements.
@@ -83,8 +82,8 @@ struct ZeroConfig {
   bool memory_efficient_linear = true;
 };
 
-// Top-level "aio" block (parsed with get_scalar_param in DeepSpeed; zerosim still rejects unknown keys,
-// but names the renamed thread_count/num_threads explicitly).
+// Top-level "aio" block (get_aio_config: get_scalar_param, so other keys are ignored, each noted). Before v0.16.4
+// (PR #7056) intra_op_parallelism was called thread_count.
 struct AioConfig {
   int64_t block_size = 1048576;  // bytes
   int64_t queue_depth = 8;
@@ -93,6 +92,17 @@ struct AioConfig {
   bool overlap_events = true;
   bool use_gds = false;
 };
+
+// DeepSpeed's swap_tensor constants: swap I/O sizes are multiples of AIO_ALIGNED_BYTES (× intra_op_parallelism),
+// and partitions under max(MIN_AIO_BYTES, block_size) are not worth an aio request (constants.py, utils.py).
+inline constexpr int64_t kAioAlignedBytes = 1024;
+inline constexpr int64_t kMinAioBytes = 1 << 20;
+
+// The element count swap I/O sizes round up to (partitioned_param_swapper.py numel_alignment).
+inline int64_t aio_aligned_numel(const AioConfig& a, int64_t element_bytes) {
+  const int64_t n = kAioAlignedBytes * a.intra_op_parallelism / element_bytes;
+  return n > 1 ? n : 1;
+}
 
 struct ActivationCheckpointing {
   bool enabled = false;  // zerosim run flag (--checkpoint-activations) or HF gradient_checkpointing; DeepSpeed's block has no "enabled"
@@ -128,10 +138,11 @@ struct Fp16Config {
   bool fp16_master_weights_and_grads = false;
 };
 
+// bf16 (precision_config.DeepSpeedBF16Config); defaults depend on the release (kBf16CheckGradOverflowSince, ...).
 struct Bf16Config {
   bool enabled = false;
-  bool immediate_grad_update = true;
-  bool check_overflow = false;
+  bool immediate_grad_update = false;
+  bool check_grad_overflow = true;
   bool bf16_master_weights_and_grads = false;
   bool bf16_optimizer_states = false;
 };
@@ -146,19 +157,29 @@ std::optional<DeepSpeedVersion> parse_deepspeed_version(const std::string& text)
 std::string to_string(const DeepSpeedVersion& v);
 // v0.19.5: offload blocks pin by default; ZeRO-3 copies the boundary fp32 gradients to the host without blocking.
 inline constexpr DeepSpeedVersion kPinnedOffloadSince{0, 19, 5};
+// v0.19.3 (PR #8035): bf16.check_grad_overflow defaults to true (false before).
+inline constexpr DeepSpeedVersion kBf16CheckGradOverflowSince{0, 19, 3};
+// v0.17.1 (PR #6976): the bf16 block became a pydantic model and immediate_grad_update defaults to false (true before).
+inline constexpr DeepSpeedVersion kBf16ImmediateGradUpdateOffSince{0, 17, 1};
+// v0.16.4 (PR #7056): aio.thread_count renamed intra_op_parallelism; the old name is ignored from then on.
+inline constexpr DeepSpeedVersion kAioIntraOpParallelismSince{0, 16, 4};
 
 // Settings outside ds_config (CLI flags, defaults from the inputs). world = nodes × gpus_per_node.
 struct RunSettings {
   int64_t nodes = 1;
   int64_t gpus_per_node = 1;
-  int64_t seq_len = 0;           // 0 → model's max_seq_len (filled by the caller)
+  int64_t seq_len = 0;           // the caller fills it: --seq-len, else default_seq_len(model) (model.h)
   int64_t hidden = 0;            // model hidden size, for HF "auto" bucket sizes (0: auto not resolvable)
   bool checkpoint_activations = false;  // --checkpoint-activations (HF gradient_checkpointing)
-  // HF TrainingArguments stand-ins used only to resolve "auto" (per_device_train_batch_size default 8,
-  // gradient_accumulation_steps default 1); unset → HF's defaults, noted in Strategy::notes.
+  // HF TrainingArguments stand-ins that fill "auto" (per_device_train_batch_size default 8,
+  // gradient_accumulation_steps default 1); unset → HF's defaults, noted in Strategy::notes. An explicit value in
+  // the file wins here; the CLI's --micro-batch / --grad-accum override it through batch_setting_changes().
   std::optional<int64_t> hf_micro_batch;
   std::optional<int64_t> hf_grad_accum;
-  std::optional<Precision> hf_precision;  // HF --fp16 / --bf16 for fp16/bf16.enabled "auto"; unset → both false
+  // HF --bf16 / --fp16 (TrainingArguments.bf16 / fp16): fills fp16/bf16.enabled "auto", adds the block when the
+  // file has none (accelerate does), and an explicit value that contradicts it is HF's mismatch error. Unset:
+  // "auto" → false for both, explicit values stand.
+  std::optional<Precision> hf_precision;
   LaunchSettings launch;  // launcher, CPU threads per rank, core binding, attention implementation (launch.h)
   DeepSpeedVersion deepspeed_version;  // default: the newest modelled
   // ds_config changes applied to the file before it is read (`--set`, a fit suggestion's patch), in order.
@@ -198,6 +219,21 @@ struct Strategy {
   int64_t world() const { return run.world(); }
 };
 
+// Rules DeepSpeed derives from several keys; each lives here once.
+// engine.py communication_data_type: the configured dtype, else fp16 / bf16 when enabled, else fp32.
+Precision communication_dtype(const Strategy& s);
+// engine.py _do_optimizer_sanity_check: bf16 + ZeRO stage 1 + data_types.grad_accum_dtype fp32 without optimizer
+// offload selects BF16_Optimizer (bf16_optimizer.py): a full fp32 gradient buffer, reduced after backward.
+bool uses_bf16_optimizer(const Strategy& s);
+// engine.py MEMORY_OPT_ALLREDUCE_SIZE: the bucket of buffered_allreduce_fallback (stage 0, BF16_Optimizer).
+inline constexpr int64_t kMemoryOptAllreduceSize = 500000000;
+// The ranks a ZeRO state is partitioned over: the data-parallel world, or with MiCS (stage 3, mics_shard_size > 0)
+// the shard group (engine.py _return_mics_optimizer; zero/mics.py MiCS_Init partitions within it and replicates
+// across world / shard groups).
+int64_t partition_world(const Strategy& s);
+// stage_1_and_2.py: contiguous_gradients or cpu_offload; stage3.py: as configured.
+bool contiguous_gradients_in_effect(const Strategy& s);
+
 // Reads a ds_config file; `run` supplies world size for the batch rule and hidden for "auto".
 Result<Strategy> load_ds_config(const std::string& path, const RunSettings& run);
 // Same from text already in memory (`source` names it in messages); used by tests.
@@ -206,6 +242,13 @@ Result<Strategy> parse_ds_config_text(const std::string& text, const std::string
 Result<Strategy> reload_strategy(const Strategy& s, const RunSettings& run);
 // Resolve a name or path (see paths.h) and load it.
 Result<Strategy> load_strategy(const std::string& name_or_path, const RunSettings& run);
+
+// --micro-batch / --grad-accum as overrides of the file (run.hf_micro_batch / hf_grad_accum): the ds_config changes
+// that make `root` (the file as read) say them, to go first in RunSettings::config_changes. A key the file sets to
+// another number, or leaves out, is set; "auto" is left for the HF pass to fill. When a flag decides a value the
+// file did not already give, an explicit train_batch_size is removed (value null) so DeepSpeed's rule
+// (micro × GA × world) recomputes it. The Strategy read with these changes notes each override.
+std::vector<ConfigChange> batch_setting_changes(const nlohmann::json& root, const RunSettings& run);
 
 // The resolved config as ds_config JSON text (every key explicit), for `fit --json`'s resolved_config.
 std::string resolved_config_json(const Strategy& s);
@@ -220,9 +263,25 @@ namespace detail {
 // zero_optimization (or its absence) into s.zero; stage-dependent checks and notes; unmodelled keys go to
 // unmodelled["zero_optimization"]. Errors are recorded in the reader.
 void read_zero_optimization(ObjectReader& z, Strategy& s, nlohmann::json& unmodelled);
-void read_aio(ObjectReader& a, AioConfig& aio);
+void read_aio(ObjectReader& a, const DeepSpeedVersion& v, AioConfig& aio, std::vector<std::string>& notes);
+// Every top-level key that is not one of the modelled blocks, by the table in strategy_blocks.cpp: DeepSpeed's
+// strict blocks checked key by key, lenient blocks' ignored keys noted, blocks DeepSpeed uses carried into
+// `unmodelled`, and unknown top-level keys (which DeepSpeed ignores) noted, not carried.
+void read_other_keys(ObjectReader& r, Strategy& s, nlohmann::json& unmodelled);
+// Keys a lenient block (DeepSpeed's get_scalar_param) does not read: a note each, with the nearest key it reads;
+// returns them (accepted).
+std::vector<std::string> note_ignored_keys(ObjectReader& b, std::vector<std::string>& notes);
+// Features DeepSpeed runs that zerosim does not model: the first one set in `root` as bad input, else ok.
+Status refuse_unmodelled(const nlohmann::json& root, const std::string& file);
+// Any "auto" the HF pass left, as DeepSpeed treats it block by block (dropped in pydantic blocks).
+Status sweep_autos(nlohmann::json& root, const std::string& file, std::vector<std::string>& notes);
 nlohmann::ordered_json zero_optimization_to_json(const ZeroConfig& z);
-nlohmann::ordered_json aio_to_json(const AioConfig& a);
+nlohmann::ordered_json aio_to_json(const AioConfig& a, const DeepSpeedVersion& v);  // the release's key names
+// A note for each value run.config_changes changed in `original` (the file as read) to give `changed`: the batch
+// overrides in the words of the flags that made them ("--micro-batch 4 overrides ..."), any other key once, with
+// the file's value.
+void note_config_changes(const nlohmann::json& original, const nlohmann::json& changed, const RunSettings& run,
+                         std::vector<std::string>& notes);
 }  // namespace detail
 
 }  // namespace zs::core

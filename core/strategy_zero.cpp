@@ -46,7 +46,6 @@ void read_offload_optimizer(ObjectReader o, OffloadOptimizerConfig& c) {
   c.ratio = o.number({"ratio"}, c.ratio, 0.0, 1.0);
   c.super_offload = o.boolean({"super_offload"}, c.super_offload);
   c.cpuadam_cores_perc = o.number({"cpuadam_cores_perc"}, c.cpuadam_cores_perc, 0.0, 1.0);
-  c.convert_grad_on_cpu = o.boolean({"convert_grad_on_cpu"}, c.convert_grad_on_cpu);
 }
 
 // A deprecated boolean that DeepSpeed turns into an offload block with device cpu (new_param_fn). DeepSpeed
@@ -85,18 +84,20 @@ constexpr Stage3Key kStage3Keys[] = {
     {"stage3_module_granularity_threshold", "module_granularity_threshold"},
     {"stage3_use_all_reduce_for_fetch_params", "use_all_reduce_for_fetch_params"},
     {"stage3_allgather_sequential", "allgather_sequential"},
-    {"stage3_partition_stream_chunk_size", "partition_stream_chunk_size"},
 };
 
-// Fails on the first stage-3-only key given explicitly under stage < 3, or on a key given under both names.
-void check_stage3_keys(ObjectReader& z, int stage) {
+// A key given under both names is an error; stage-3-only keys given under stage < 3 are accepted (DeepSpeedZeroConfig
+// has the fields at every stage, and stage_1_and_2.py never reads them): one note names them.
+void check_stage3_keys(ObjectReader& z, int stage, std::vector<std::string>& notes) {
+  std::string unused;
   for (const auto& k : kStage3Keys) {
     bool a = given(z, k.name), b = k.alias && given(z, k.alias);
     if (a && b) z.fail(k.alias, std::string("given twice, also as \"") + k.name + "\"; keep one");
-    if (stage < 3 && (a || b))
-      z.fail(a ? k.name : k.alias, "only used by ZeRO stage 3 but stage is " + std::to_string(stage) +
-                                       "; DeepSpeed would ignore it silently (remove it or use stage 3)");
+    if (stage < 3 && (a || b)) unused += std::string(unused.empty() ? "" : ", ") + (a ? k.name : k.alias);
   }
+  if (!unused.empty())
+    notes.push_back("zero_optimization: " + unused + ": used by ZeRO stage 3 only; DeepSpeed ignores them at stage " +
+                    std::to_string(stage));
 }
 
 }  // namespace
@@ -105,7 +106,7 @@ void read_zero_optimization(ObjectReader& z, Strategy& s, Json& unmodelled) {
   ZeroConfig& c = s.zero;
   auto& notes = s.notes;
   c.stage = static_cast<int>(z.integer({"stage"}, 0, 0, 3));
-  check_stage3_keys(z, c.stage);
+  check_stage3_keys(z, c.stage, notes);
   if (z.has("grad_hooks"))
     z.fail("grad_hooks",
            "unknown key; it is documented in DeepSpeed's config-json.md but is not a field of "
@@ -159,20 +160,23 @@ void read_zero_optimization(ObjectReader& z, Strategy& s, Json& unmodelled) {
   c.mics_shard_size = z.integer({"mics_shard_size"}, c.mics_shard_size, kMin, kMax);
   c.mics_hierarchical_params_gather = z.boolean({"mics_hierarchical_params_gather"}, c.mics_hierarchical_params_gather);
   c.memory_efficient_linear = z.boolean({"memory_efficient_linear"}, c.memory_efficient_linear);
+  if (c.legacy_stage1 && c.stage > 0)
+    z.fail("legacy_stage1",
+           "true: DeepSpeed raises \"The deprecated version of ZeRO Stage 1 is not supported in "
+           "deepspeed >= 0.5.9\" (engine.py _configure_zero_optimizer)");
 
   // Real fields that change nothing zerosim predicts: type-checked, carried into the resolved config.
   Json zx = Json::object();
   for (const char* k : {"pipeline_loading_checkpoint", "override_module_apply", "log_trace_cache_warnings",
                         "enable_sanity_checks", "save_muon_momentum_buffer_in_memory"})
     if (auto v = z.opt_boolean({k})) zx[k] = *v;
-  if (auto v = z.opt_integer({"stage3_partition_stream_chunk_size", "partition_stream_chunk_size"}, 0, kMax))
-    zx["stage3_partition_stream_chunk_size"] = *v;
+  // zenflow is refused after reading (refuse_unmodelled); zeropp_loco_param only tunes qgZ, which is refused too.
   for (const char* k : {"zenflow", "zeropp_loco_param", "leaf_module"}) {
     ObjectReader b = z.object({k});
     if (!b.present()) continue;
     for (const auto& key : b.unknown_keys()) b.accept({key.c_str()});
     zx[k] = *z.raw({k});
-    notes.push_back("zero_optimization." + std::string(k) + ": accepted, not modelled");
+    if (std::string(k) == "leaf_module") notes.push_back("zero_optimization.leaf_module: accepted, not modelled");
   }
 
   if (s.run.deepspeed_version < kPinnedOffloadSince) {
@@ -200,15 +204,16 @@ void read_zero_optimization(ObjectReader& z, Strategy& s, Json& unmodelled) {
   auto& par = c.offload_param;
   if (c.stage == 0 && opt.device != OffloadDevice::none)
     oo.fail("device", "\"" + to_string(opt.device) +
-                          "\" needs ZeRO stage 1, 2 or 3 but stage is 0 (DeepSpeed would not offload)");
-  if (c.stage < 3 && par.device != OffloadDevice::none)
-    op.fail("device", "\"" + to_string(par.device) + "\" needs ZeRO stage 3 but stage is " + stage +
-                          " (offload_param is stage 3 only)");
+                          "\" needs ZeRO stage 1, 2 or 3 but stage is 0 (without ZeRO the parameters stay on the GPU "
+                          "and DeepSpeedCPUAdam asserts its parameters are on the CPU)");
+  if (c.stage < 3 && par.device != OffloadDevice::none) {
+    notes.push_back("zero_optimization.offload_param.device: \"" + to_string(par.device) + "\" is ignored at stage " +
+                    stage + " (only ZeRO-3 and zero.Init read offload_param) → none");
+    par.device = OffloadDevice::none;
+  }
   if (opt.ratio < 1.0 && c.stage != 3)
     oo.fail("ratio",
             Json(opt.ratio).dump() + ": Partial offloading only supported for ZeRO Stage 3 (stage is " + stage + ")");
-  if (opt.super_offload && c.stage != 3)
-    notes.push_back("zero_optimization.offload_optimizer.super_offload: stage 3 only; ignored at stage " + stage);
   if ((c.stage == 1 || c.stage == 2) && opt.device == OffloadDevice::nvme) {
     opt.device = OffloadDevice::cpu;
     notes.push_back(
@@ -228,17 +233,23 @@ void read_zero_optimization(ObjectReader& z, Strategy& s, Json& unmodelled) {
   if (!zx.empty()) unmodelled["zero_optimization"] = std::move(zx);
 }
 
-void read_aio(ObjectReader& a, AioConfig& aio) {
-  for (const char* old : {"thread_count", "num_threads"})
-    if (a.has(old))
-      a.fail(old, std::string("renamed to intra_op_parallelism in DeepSpeed PR #7056; DeepSpeed now ignores \"") + old +
-                      "\" silently, so write \"intra_op_parallelism\"");
+void read_aio(ObjectReader& a, const DeepSpeedVersion& v, AioConfig& aio, std::vector<std::string>& notes) {
+  // get_aio_config: get_scalar_param per key, other keys ignored. The thread count's name depends on the release.
+  const bool renamed = v >= kAioIntraOpParallelismSince;
+  const char* threads = renamed ? "intra_op_parallelism" : "thread_count";
+  if (renamed && a.has("thread_count")) {
+    a.accept({"thread_count"});
+    notes.push_back("aio.thread_count: renamed intra_op_parallelism in DeepSpeed v0.16.4 (PR #7056); DeepSpeed " +
+                    to_string(v) + " ignores it, so intra_op_parallelism keeps its default" +
+                    (a.has("intra_op_parallelism") ? "" : " 1") + "; did you mean \"intra_op_parallelism\"?");
+  }
   aio.block_size = a.integer({"block_size"}, aio.block_size, 1, kMax);
   aio.queue_depth = a.integer({"queue_depth"}, aio.queue_depth, 1, kMax);
-  aio.intra_op_parallelism = a.integer({"intra_op_parallelism"}, aio.intra_op_parallelism, 1, 1 << 16);
+  aio.intra_op_parallelism = a.integer({threads}, aio.intra_op_parallelism, 1, 1 << 16);
   aio.single_submit = a.boolean({"single_submit"}, aio.single_submit);
   aio.overlap_events = a.boolean({"overlap_events"}, aio.overlap_events);
   aio.use_gds = a.boolean({"use_gds"}, aio.use_gds);
+  note_ignored_keys(a, notes);
 }
 
 nlohmann::ordered_json zero_optimization_to_json(const ZeroConfig& c) {
@@ -260,19 +271,13 @@ nlohmann::ordered_json zero_optimization_to_json(const ZeroConfig& c) {
                         {"buffer_count", p.buffer_count}, {"buffer_size", p.buffer_size},
                         {"max_in_cpu", p.max_in_cpu},     {"pin_memory", p.pin_memory}};
   const auto& o = c.offload_optimizer;
-  z["offload_optimizer"] = {{"device", to_string(o.device)},
-                            {"nvme_path", path(o.nvme_path)},
-                            {"buffer_count", o.buffer_count},
-                            {"pin_memory", o.pin_memory},
-                            {"pipeline_read", o.pipeline_read},
-                            {"pipeline_write", o.pipeline_write},
-                            {"fast_init", o.fast_init},
-                            {"ratio", o.ratio},
-                            {"super_offload", o.super_offload},
-                            {"cpuadam_cores_perc", o.cpuadam_cores_perc},
-                            {"convert_grad_on_cpu", o.convert_grad_on_cpu}};
+  z["offload_optimizer"] = {{"device", to_string(o.device)},    {"nvme_path", path(o.nvme_path)},
+                            {"buffer_count", o.buffer_count},   {"pin_memory", o.pin_memory},
+                            {"pipeline_read", o.pipeline_read}, {"pipeline_write", o.pipeline_write},
+                            {"fast_init", o.fast_init},         {"ratio", o.ratio},
+                            {"super_offload", o.super_offload}, {"cpuadam_cores_perc", o.cpuadam_cores_perc}};
   z["sub_group_size"] = c.sub_group_size;
-  if (c.stage == 3) {  // under stage < 3 these keys are rejected on input (DeepSpeed ignores them)
+  if (c.stage == 3) {  // below stage 3 DeepSpeed ignores them (accepted on input with a note), so they are left out
     z["stage3_prefetch_bucket_size"] = c.prefetch_bucket_size;
     z["stage3_param_persistence_threshold"] = c.param_persistence_threshold;
     z["stage3_model_persistence_threshold"] = c.model_persistence_threshold;
@@ -296,10 +301,10 @@ nlohmann::ordered_json zero_optimization_to_json(const ZeroConfig& c) {
   return z;
 }
 
-nlohmann::ordered_json aio_to_json(const AioConfig& a) {
+nlohmann::ordered_json aio_to_json(const AioConfig& a, const DeepSpeedVersion& v) {
   return {{"block_size", a.block_size},
           {"queue_depth", a.queue_depth},
-          {"intra_op_parallelism", a.intra_op_parallelism},
+          {v >= kAioIntraOpParallelismSince ? "intra_op_parallelism" : "thread_count", a.intra_op_parallelism},
           {"single_submit", a.single_submit},
           {"overlap_events", a.overlap_events},
           {"use_gds", a.use_gds}};

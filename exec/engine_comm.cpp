@@ -137,7 +137,7 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
   Keep keep;
   const DType d = dt;
   Communicator* cm = comm;
-  const std::string name = "reduce_scatter op " + std::to_string(op.id);
+  const std::string name = std::string(op.kind == core::OpKind::allreduce ? "allreduce" : "reduce_scatter") + " op " + std::to_string(op.id);
   struct Item {
     ParamRt* r;
     void* grad;        // the gradient's place in the reduced region (bucket slot or the full lp grads)
@@ -203,7 +203,10 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
   const int64_t f0 = params[a].flat, f1 = params[b - 1].flat + params[b - 1].numel;
   const std::vector<core::FlatPiece> pieces = stage < 3 ? plan.layout.owners(f0, f1) : std::vector<core::FlatPiece>{};
   const int st = stage;
-  launch(op, reads, writes, [this, items, keep, d, cm, name, elsz, region, f0, pieces, st](void* sm) -> Status {
+  const bool all_reduce = op.kind == core::OpKind::allreduce;  // stages 1-2: DeepSpeed's default all-reduces the bucket
+  const int64_t region_elems = f1 - f0;
+  launch(op, reads, writes,
+         [this, items, keep, d, cm, name, elsz, region, f0, pieces, st, all_reduce, region_elems](void* sm) -> Status {
     for (const auto& it : items) {
       if (it.fill) ZS_TRY(K->copy(it.grad, it.fill, it.r->numel * elsz, sm));
       if (it.pad > 0) ZS_TRY(K->zero(bytes_of(it.grad) + it.r->numel * elsz, it.pad * elsz, sm));
@@ -211,9 +214,12 @@ Status Engine::Impl::op_reduce(const core::Op& op) {
     if (st == 3) {  // per parameter, in place: [world · part] → this rank's part (averaged over ranks)
       for (const auto& it : items)
         ZS_TRY(cm->reduce_scatter(it.piece, it.grad, it.r->part, d, ReduceOp::avg, {.op_name = name, .stream = sm}));
+    } else if (all_reduce) {
+      // Stages 1-2 (average_tensor → allreduce_bucket): every rank gets the averaged bucket, keeps its part.
+      ZS_TRY(cm->all_reduce(region, region_elems, d, ReduceOp::avg, {.op_name = name, .stream = sm}));
     } else {
-      // Stages 1-2 (DeepSpeed's average_tensor): the region's elements owned by each rank's flat partition
-      // are reduced to that rank.
+      // Stages 1-2 with use_multi_rank_bucket_allreduce false: the region's elements owned by each rank's flat
+      // partition are reduced to that rank.
       for (const core::FlatPiece& q : pieces)
         ZS_TRY(cm->reduce(bytes_of(region) + (q.lo - f0) * elsz, q.hi - q.lo, d, ReduceOp::avg,
                           static_cast<int>(q.rank), {.op_name = name, .stream = sm}));

@@ -235,6 +235,7 @@ struct Engine::Impl {
   int64_t slot_head_input() const { return 4 * L + 2; }
   std::array<std::shared_ptr<Buffer>, 2> dres{};
   std::shared_ptr<Buffer> transient_fp32;  // stage 3 GPU Adam: a group's fp32 grads
+  std::shared_ptr<Buffer> reduce_temporaries;  // DeepSpeed's gradient reduction temporaries, held as the Plan says
   std::shared_ptr<Buffer> allreduce_buf;   // stage 0: the bucket of the running all-reduce
   int64_t bucket_turn = 0;
   bool head_release_pending = false;
@@ -322,6 +323,10 @@ struct Engine::Impl {
   Status release_grads(const core::Op& op);   // completed gradients into the IPG bucket, their buffers freed
   Status alloc_allreduce_bucket(const core::Op& op);
   Status release_allreduce_bucket(const core::Op& op);
+  Status take_transient(const core::Op& op, const char* what, std::shared_ptr<Buffer>& slot);
+  Status give_back_transient(const core::Op& op, std::shared_ptr<Buffer>& slot, int64_t written);
+  Status alloc_reduce_temporaries(const core::Op& op);
+  Status release_reduce_temporaries(const core::Op& op);
   Status alloc_fp32_grads(const core::Op& op);  // stage 3 GPU Adam: a group's transient fp32 gradients
   Status release_fp32_grads(const core::Op& op);
   // engine_comm.cpp

@@ -57,8 +57,11 @@ Status Engine::Impl::run_op(const core::Op& op) {
     case P::release_grads: return release_grads(op);
     case P::reduce_grads: return op_reduce(op);
     case P::alloc_allreduce_bucket: return alloc_allreduce_bucket(op);
-    case P::allreduce_grads: return allreduce_grads(op);
+    // Stage 0's all-reduce runs on its flattened bucket; ZeRO's all-reduced IPG buckets reduce like a reduce-scatter.
+    case P::allreduce_grads: return stage == 0 ? allreduce_grads(op) : op_reduce(op);
     case P::release_allreduce_bucket: return release_allreduce_bucket(op);
+    case P::alloc_reduce_temporaries: return alloc_reduce_temporaries(op);
+    case P::release_reduce_temporaries: return release_reduce_temporaries(op);
     case P::offload_grads: return move_grad_partitions(op);
     case P::fp32_grads_to_host: return fp32_grads_to_host(op);
     case P::cast_fp32_grads: return op_cast(op);  // as the copy-back cast (the D2H already cast them to fp32)
@@ -483,46 +486,55 @@ Status Engine::Impl::release_grads(const core::Op& op) {
   return {};
 }
 
-// Stage 0: the bucket of one buffered all-reduce, allocated before it and freed after.
-Status Engine::Impl::alloc_allreduce_bucket(const core::Op& op) {
-  auto b = alloc_gpu(op.mem_delta[0], "all-reduce bucket");
+// The GPU buffers a Plan allocates and frees with ops of their own: allocated into `slot` by the alloc op; the
+// release op frees it once the work before it is done (the buffer is kept alive by the launch) and marks
+// `written` (the resource later users of the buffer's memory wait for), when given.
+Status Engine::Impl::take_transient(const core::Op& op, const char* what, std::shared_ptr<Buffer>& slot) {
+  auto b = alloc_gpu(op.mem_delta[0], what);
   if (!b) return b.error();
-  allreduce_buf = std::make_shared<Buffer>(std::move(*b));
+  slot = std::make_shared<Buffer>(std::move(*b));
   launch(op, {}, {}, nullptr);
   return {};
 }
 
-Status Engine::Impl::release_allreduce_bucket(const core::Op& op) {
+Status Engine::Impl::give_back_transient(const core::Op& op, std::shared_ptr<Buffer>& slot, int64_t written) {
   std::vector<uint64_t> writes;
   Keep keep;
-  if (allreduce_buf) {
-    keep.push_back(allreduce_buf);
-    allreduce_buf->release_accounting();
-    allreduce_buf.reset();
-    writes.push_back(rid(Res::bucket, 1000));
+  if (slot) {
+    keep.push_back(slot);
+    slot->release_accounting();
+    slot.reset();
   }
+  if (written >= 0) writes.push_back(rid(Res::bucket, written));
   launch(op, {}, writes, [keep](void*) -> Status { return Status{}; });
   return {};
 }
 
-// Stage 3 GPU Adam: a group's transient fp32 gradients, allocated before its Adam and freed after.
-Status Engine::Impl::alloc_fp32_grads(const core::Op& op) {
-  auto b = alloc_gpu(op.mem_delta[0], "fp32 grads of a sub-group (GPU Adam)");
-  if (!b) return b.error();
-  transient_fp32 = std::make_shared<Buffer>(std::move(*b));
-  launch(op, {}, {}, nullptr);
-  return {};
+// Stage 0: the bucket of one buffered all-reduce, allocated before it and freed after.
+Status Engine::Impl::alloc_allreduce_bucket(const core::Op& op) {
+  return take_transient(op, "all-reduce bucket", allreduce_buf);
 }
 
-Status Engine::Impl::release_fp32_grads(const core::Op& op) {
-  Keep keep;
-  if (transient_fp32) {
-    keep.push_back(transient_fp32);
-    transient_fp32->release_accounting();
-    transient_fp32.reset();
-  }
-  launch(op, {}, {rid(Res::bucket, 1001)}, [keep](void*) -> Status { return Status{}; });
-  return {};
+Status Engine::Impl::release_allreduce_bucket(const core::Op& op) {
+  return give_back_transient(op, allreduce_buf, allreduce_buf ? 1000 : -1);
 }
+
+// DeepSpeed's gradient reduction allocates temporaries while it runs (a flattened or concatenated bucket,
+// partition copies; memory.h reduce_temporaries_bytes). The engine reduces in place, so it holds a buffer of
+// that size for as long as the Plan does: its memory then is DeepSpeed's.
+Status Engine::Impl::alloc_reduce_temporaries(const core::Op& op) {
+  return take_transient(op, "gradient reduction temporaries (DeepSpeed's)", reduce_temporaries);
+}
+
+Status Engine::Impl::release_reduce_temporaries(const core::Op& op) {
+  return give_back_transient(op, reduce_temporaries, -1);
+}
+
+// Stage 3 GPU Adam: a group's transient fp32 gradients, allocated before its Adam and freed after.
+Status Engine::Impl::alloc_fp32_grads(const core::Op& op) {
+  return take_transient(op, "fp32 grads of a sub-group (GPU Adam)", transient_fp32);
+}
+
+Status Engine::Impl::release_fp32_grads(const core::Op& op) { return give_back_transient(op, transient_fp32, 1001); }
 
 }  // namespace zs::exec

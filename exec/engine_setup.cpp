@@ -80,13 +80,18 @@ Status Engine::Impl::check_supported() {
   mixed = dt != DType::fp32;
   ckpt = s.activation_checkpointing.enabled;
   cpu_ckpt = ckpt && s.activation_checkpointing.cpu_checkpointing;
-  if (ckpt && s.activation_checkpointing.number_checkpoints && *s.activation_checkpointing.number_checkpoints < L)
-    return unsupported("activation_checkpointing.number_checkpoints < layers: the engine checkpoints every block");
   opt_dev = plan.layout.optimizer_device;
   par_dev = plan.layout.param_device;
   opt_offload = opt_dev != core::OffloadDevice::none;
-  if (stage == 2 && !z.contiguous_gradients)
-    return unsupported("stage 2 with contiguous_gradients false (no IPG bucket) is not supported");
+  if (stage >= 2 && !z.contiguous_gradients)
+    return unsupported("stage " + std::to_string(stage) + " with contiguous_gradients false (no IPG bucket) is not supported");
+  if (stage == 3 && !z.reduce_scatter)
+    return unsupported("stage 3 with reduce_scatter false (an all-reduce of each bucket) is not supported");
+  if (core::uses_bf16_optimizer(s))
+    return unsupported("BF16_Optimizer (bf16, stage 1, data_types.grad_accum_dtype fp32) is not supported");
+  if (core::partition_world(s) != s.world())
+    return unsupported("MiCS (mics_shard_size below the world size) is not supported");
+  if (s.aio.use_gds) return unsupported("aio.use_gds (GPUDirect Storage swap buffers on the GPU) is not supported");
   const bool clip_or_scale = s.gradient_clipping > 0 || s.fp16.enabled;
   if (o.schedule == core::Schedule::dpu && opt_dev == core::OffloadDevice::nvme)
     return unsupported("dpu with offload_optimizer nvme (ZeRO-Offload's delayed update is a CPU-offload schedule)");

@@ -138,7 +138,6 @@ Status Engine::Impl::fetch_params_to_gpu(const core::Op& op) {
 Status Engine::Impl::move_grad_partitions(const core::Op& op) {
   auto [a, b] = param_range(op);
   const size_t micro = static_cast<size_t>(op.micro_step);
-  const bool boundary = op.micro_step + 1 == ga;
   const DType d = dt;
   const int64_t elsz = lp;
   std::vector<uint64_t> writes;
@@ -162,22 +161,15 @@ Status Engine::Impl::move_grad_partitions(const core::Op& op) {
     writes.push_back(rid(Res::grad_acc, static_cast<int64_t>(p)));
   }
   const bool down = op.kind == OpKind::d2h;
-  const bool add = !down && micro > 0;                        // later micro-steps add through the GPU
-  const bool copy_back_too = add && stage == 2 && !boundary;  // DeepSpeed copies the sum back (GA ≥ 3)
-  if (copy_back_too)
-    note(
-        "stage 2 CPU offload with GA >= 3: the running gradient sum is copied back to the host inside the "
-        "H2D op (the Plan lists no D2H for it)");
-  launch(op, {}, writes, [this, items, keep, down, add, copy_back_too, d, elsz](void* st) -> Status {
+  const bool add = !down && micro > 0;  // later micro-steps add through the GPU (the next D2H copies the sum out)
+  launch(op, {}, writes, [this, items, keep, down, add, d, elsz](void* st) -> Status {
     for (const auto& it : items) {
-      if (down) {
+      if (down)
         ZS_TRY(K->copy(it.host, it.bucket, it.n * elsz, st));
-      } else if (add) {
+      else if (add)
         ZS_TRY(K->accumulate(d, it.bucket, it.host, it.n, false, st));
-        if (copy_back_too) ZS_TRY(K->copy(it.host, it.bucket, it.n * elsz, st));
-      } else {
+      else
         ZS_TRY(K->copy(it.bucket, it.host, it.n * elsz, st));
-      }
     }
     return Status{};
   });

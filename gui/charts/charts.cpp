@@ -9,12 +9,15 @@
 #include <QtCharts/QChartView>
 #include <QtCharts/QHorizontalBarSeries>
 #include <QtCharts/QHorizontalStackedBarSeries>
-#include <QtCharts/QLegendMarker>
 #include <QtCharts/QLineSeries>
 #include <QtCharts/QStackedBarSeries>
 #include <QtCharts/QValueAxis>
 #include <QCursor>
+#include <QFontMetrics>
 #include <QGraphicsLayout>
+#include <QLabel>
+#include <QLayout>
+#include <QPainter>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -84,9 +87,172 @@ void clear_chart(QChart* c) {
 
 // ---- TierBarsChart ----
 
+namespace {
+
+// Lays its items out left to right and wraps to the next line when one does not fit (Qt's flow layout example).
+// An item wider than the whole line gets the line's width and the height it needs there (a word-wrapped label).
+class FlowLayout : public QLayout {
+ public:
+  FlowLayout(QWidget* parent, int hspace, int vspace) : QLayout(parent), h_(hspace), v_(vspace) {
+    setContentsMargins(0, 0, 0, 0);
+  }
+  ~FlowLayout() override {
+    while (QLayoutItem* i = takeAt(0)) delete i;
+  }
+  void addItem(QLayoutItem* i) override { items_.append(i); }
+  int count() const override { return static_cast<int>(items_.size()); }
+  QLayoutItem* itemAt(int k) const override { return items_.value(k); }
+  QLayoutItem* takeAt(int k) override { return k >= 0 && k < items_.size() ? items_.takeAt(k) : nullptr; }
+  Qt::Orientations expandingDirections() const override { return {}; }
+  bool hasHeightForWidth() const override { return true; }
+  int heightForWidth(int w) const override { return arrange(QRect(0, 0, w, 0), false); }
+  void setGeometry(const QRect& r) override {
+    QLayout::setGeometry(r);
+    arrange(r, true);
+  }
+  QSize sizeHint() const override { return minimumSize(); }
+  QSize minimumSize() const override {
+    QSize s;
+    for (const QLayoutItem* i : items_) s = s.expandedTo(i->minimumSize());
+    const QMargins m = contentsMargins();
+    return s + QSize(m.left() + m.right(), m.top() + m.bottom());
+  }
+
+ private:
+  // Places the items in `rect` (when apply) and returns the height they take.
+  int arrange(const QRect& rect, bool apply) const {
+    const QRect r = rect.marginsRemoved(contentsMargins());
+    const int width = std::max(1, r.width());
+    int x = r.x(), y = r.y(), line = 0;
+    for (QLayoutItem* it : items_) {
+      if (it->isEmpty()) continue;
+      const QSize hint = it->sizeHint();
+      const int w = std::min(hint.width(), width);
+      const int h = it->hasHeightForWidth() ? std::max(hint.height(), it->heightForWidth(w)) : hint.height();
+      if (x > r.x() && x + w > r.x() + width) {
+        x = r.x();
+        y += line + v_;
+        line = 0;
+      }
+      if (apply) it->setGeometry(QRect(x, y, w, h));
+      x += w + h_;
+      line = std::max(line, h);
+    }
+    return y + line - r.y() + contentsMargins().top() + contentsMargins().bottom();
+  }
+  QList<QLayoutItem*> items_;
+  int h_, v_;
+};
+
+// One legend entry: a colour swatch (or the dashed capacity line) and the item's full name with its size. Its size
+// hint is the whole text on one line; given less, it wraps (never elides), and its height for that width says so.
+class LegendEntry : public QLabel {
+ public:
+  LegendEntry(const QString& text, const QColor& color, bool capacity, QWidget* parent)
+      : QLabel(text, parent), color_(color), capacity_(capacity) {
+    setObjectName(QStringLiteral("legend_item"));
+    setTextFormat(Qt::PlainText);
+    setWordWrap(true);
+    setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    setContentsMargins(kSwatch + 5, 0, 0, 0);
+  }
+  QSize sizeHint() const override {
+    const QMargins m = contentsMargins();
+    const QFontMetrics fm = fontMetrics();
+    return {fm.horizontalAdvance(text()) + 2 + m.left() + m.right(), fm.height() + m.top() + m.bottom()};
+  }
+
+ protected:
+  void paintEvent(QPaintEvent* e) override {
+    QLabel::paintEvent(e);
+    QPainter p(this);
+    const int top = contentsMargins().top() + (fontMetrics().height() - kSwatch) / 2;
+    if (capacity_) {
+      QPen pen(color_);
+      pen.setWidthF(2);
+      pen.setStyle(Qt::DashLine);
+      p.setPen(pen);
+      p.drawLine(QPointF(kSwatch / 2.0, top - 1), QPointF(kSwatch / 2.0, top + kSwatch + 1));
+    } else {
+      p.fillRect(QRect(0, top, kSwatch, kSwatch), color_);
+      p.setPen(color_.darker(130));
+      p.drawRect(QRect(0, top, kSwatch - 1, kSwatch - 1));
+    }
+  }
+
+ private:
+  static constexpr int kSwatch = 10;
+  QColor color_;
+  bool capacity_;
+};
+
+// A tier's legend: every segment's entry, in the bar's order, in a flow that wraps with the width. Its minimum
+// height follows its width so the layouts above never squeeze (clip) an entry. It reports no height-for-width: a
+// box layout in that mode takes each item's preferred height as its minimum and, short of room, squeezes them all.
+class TierLegend : public QWidget {
+ public:
+  bool hasHeightForWidth() const override { return false; }
+  // As tall as its entries need at its width, no taller (the bar above takes the rest).
+  QSize sizeHint() const override { return {QWidget::sizeHint().width(), minimumHeight()}; }
+  explicit TierLegend(QWidget* parent) : QWidget(parent), flow_(new FlowLayout(this, 14, 2)) {
+    setObjectName(QStringLiteral("tier_legend"));
+    setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    flow_->setContentsMargins(8, 0, 4, 4);
+    QFont f = font();
+    f.setPointSizeF(8);
+    setFont(f);
+  }
+  void set_entries(const TierBar& b, const QString& unit) {
+    for (LegendEntry* e : entries_) delete e;
+    entries_.clear();
+    double total = 0;
+    for (const auto& s : b.segments) total += s.value;
+    for (const auto& s : b.segments) {
+      auto* e = new LegendEntry(QStringLiteral("%1  %2").arg(s.label, amount(s.value, unit)), s.color, false, this);
+      e->setToolTip(QStringLiteral("%1: %2 %3 (%4% of the bar)")
+                        .arg(s.label)
+                        .arg(s.value, 0, 'f', 2)
+                        .arg(unit)
+                        .arg(total > 0 ? 100 * s.value / total : 0, 0, 'f', 1));
+      add(e);
+    }
+    if (b.capacity > 0) add(new LegendEntry(QStringLiteral("capacity  %1").arg(amount(b.capacity, unit)),
+                                            kCapacity, true, this));
+    fit_height();
+  }
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override {
+    QWidget::resizeEvent(e);
+    fit_height();
+  }
+
+ private:
+  static QString amount(double v, const QString& unit) {
+    if (unit == QStringLiteral("GiB") && v < 1) return QStringLiteral("%1 MiB").arg(v * 1024, 0, 'f', 1);
+    if (unit == QStringLiteral("GiB") && v >= 1024) return QStringLiteral("%1 TiB").arg(v / 1024, 0, 'f', 2);
+    return QStringLiteral("%1 %2").arg(v, 0, 'f', v >= 100 ? 0 : 1).arg(unit);
+  }
+  void add(LegendEntry* e) {
+    entries_.push_back(e);
+    flow_->addWidget(e);
+    e->show();
+  }
+  void fit_height() {
+    const int h = flow_->heightForWidth(std::max(width(), 1));
+    if (minimumHeight() != h) setMinimumHeight(h);
+  }
+  FlowLayout* flow_;
+  std::vector<LegendEntry*> entries_;
+};
+
+}  // namespace
+
 struct TierBarsChart::Impl {
   QVBoxLayout* layout = nullptr;
+  std::vector<QWidget*> rows;
   std::vector<QChartView*> views;
+  std::vector<TierLegend*> legends;
 };
 
 TierBarsChart::TierBarsChart(QWidget* parent) : QWidget(parent), d_(std::make_unique<Impl>()) {
@@ -98,12 +264,21 @@ TierBarsChart::~TierBarsChart() = default;
 
 void TierBarsChart::set_bars(const std::vector<TierBar>& bars, const QString& unit) {
   while (d_->views.size() < bars.size()) {
-    auto* v = make_view(this);
+    auto* row = new QWidget(this);
+    auto* rl = new QVBoxLayout(row);
+    rl->setContentsMargins(0, 0, 0, 0);
+    rl->setSpacing(0);
+    auto* v = make_view(row);
     v->setMinimumHeight(96);
-    d_->layout->addWidget(v);
+    auto* legend = new TierLegend(row);
+    rl->addWidget(v, 1);
+    rl->addWidget(legend);
+    d_->layout->addWidget(row);
+    d_->rows.push_back(row);
     d_->views.push_back(v);
+    d_->legends.push_back(legend);
   }
-  for (size_t i = 0; i < d_->views.size(); ++i) d_->views[i]->setVisible(i < bars.size());
+  for (size_t i = 0; i < d_->rows.size(); ++i) d_->rows[i]->setVisible(i < bars.size());
   for (size_t i = 0; i < bars.size(); ++i) {
     const TierBar& b = bars[i];
     QChart* c = d_->views[i]->chart();
@@ -132,7 +307,7 @@ void TierBarsChart::set_bars(const std::vector<TierBar>& bars, const QString& un
     x->setRange(0, top);
     x->setTickCount(6);
     x->setLabelFormat(number_format(top));
-    x->setTitleText(unit);
+    x->setTitleVisible(false);  // the title and the legend say the unit; the height goes to the tick labels
     style_axis(x);
     auto* y = new QBarCategoryAxis;
     y->append(QStringLiteral(" "));
@@ -159,12 +334,9 @@ void TierBarsChart::set_bars(const std::vector<TierBar>& bars, const QString& un
       cap->attachAxis(x);
       cap->attachAxis(y2);
     }
-    // Legend: the larger segments only (the breakdown tree lists every item with its colour).
-    c->legend()->setAlignment(Qt::AlignRight);
-    c->legend()->setVisible(true);
-    const auto markers = c->legend()->markers(series);
-    for (int k = 0; k < markers.size() && k < static_cast<int>(b.segments.size()); ++k)
-      markers[k]->setVisible(total > 0 && b.segments[static_cast<size_t>(k)].value >= 0.06 * total);
+    // The legend is ours, under the bar: Qt Charts' own elides names and has no room for every item.
+    c->legend()->setVisible(false);
+    d_->legends[i]->set_entries(b, unit);
   }
 }
 

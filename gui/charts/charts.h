@@ -31,7 +31,9 @@ struct TierBar {
   bool fits = true;
 };
 
-// One row per tier, each a horizontal stacked bar with its own scale and a dashed capacity line.
+// One row per tier, each a horizontal stacked bar with its own scale and a dashed capacity line; under each bar a
+// legend (objectName "tier_legend") names every segment in full with its size, wrapping to the width (its entries
+// are QLabels named "legend_item", never elided).
 class TierBarsChart : public QWidget {
  public:
   explicit TierBarsChart(QWidget* parent = nullptr);

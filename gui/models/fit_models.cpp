@@ -128,7 +128,11 @@ QVariant SuggestionModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= rowCount()) return {};
   const auto& s = items_[static_cast<size_t>(index.row())];
   switch (role) {
-    case Qt::DisplayRole: return (s.fits ? QStringLiteral("✓  ") : QStringLiteral("–  ")) + fmt::qs(s.text);
+    case Qt::DisplayRole:
+      return (s.verdict == core::Verdict::fits    ? QStringLiteral("✓  ")
+              : s.verdict == core::Verdict::tight ? QStringLiteral("~  ")
+                                                  : QStringLiteral("–  ")) +
+             fmt::qs(s.text);
     case Qt::ForegroundRole: return QBrush(s.fits ? fmt::kGood : QColor(0x42, 0x42, 0x42));
     case Qt::ToolTipRole:
       return fmt::qs(s.text) + (s.fits ? QStringLiteral("\nMakes the config fit. ") : QStringLiteral("\nHelps; not enough alone. ")) +

@@ -106,6 +106,10 @@ void SimulationJob::start(const Scenario& s) {
 void FixesJob::start(const Scenario& s) {
   launch([this, s](const Run& run) -> std::string {
     auto fixes = std::make_shared<std::vector<core::Suggestion>>(core::suggest_fixes(s.model, s.hardware, s.strategy));
+    // A fix's strategy carries its patch as run.config_changes; applied, it becomes the config the knobs edit, so
+    // the patch is written into it (else a later edit would apply the patch again over the user's change).
+    for (auto& f : *fixes)
+      if (auto folded = core::fold_config_changes(f.strategy)) f.strategy = std::move(*folded);
     run.post([this, fixes] { result_ = std::move(*fixes); });
     return {};
   });

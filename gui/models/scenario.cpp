@@ -32,7 +32,8 @@ core::Status check_choice(const std::string& v, const KnobInfo& k) {
   return core::bad_input(std::string(k.label) + ": \"" + v + "\" is not one of " + allowed);
 }
 
-// Stage-3-only keys as zero_optimization_to_json writes them; core rejects them under stage < 3.
+// Stage-3-only keys as zero_optimization_to_json writes them; DeepSpeed ignores them under stage < 3 (core notes
+// each), so a scenario drops them with the stage.
 void erase_stage3_keys(OJ& z) {
   for (auto it = z.begin(); it != z.end();) {
     if (it.key().rfind("stage3_", 0) == 0)
@@ -58,7 +59,7 @@ core::Result<core::RunSettings> run_settings(const core::ModelSpec& m, const cor
   if (run.gpus_per_node > hw.gpus_per_node)
     return core::bad_input("GPUs per node " + std::to_string(run.gpus_per_node) + ": " + hw.name + " has " +
                            std::to_string(hw.gpus_per_node));
-  run.seq_len = o.seq_len > 0 ? o.seq_len : m.max_seq_len;
+  run.seq_len = o.seq_len > 0 ? o.seq_len : core::default_seq_len(m);
   if (m.position == core::Position::learned && run.seq_len > m.max_seq_len)
     return core::bad_input("sequence length " + std::to_string(run.seq_len) + ": " + m.name +
                            " has learned positions for at most " + std::to_string(m.max_seq_len));
@@ -201,7 +202,12 @@ core::Result<Scenario> with_knob(const Scenario& s, Knob k, const std::string& v
       break;
     }
     case Knob::offload_optimizer: set_device("offload_optimizer"); break;
-    case Knob::offload_param: set_device("offload_param"); break;
+    case Knob::offload_param:
+      // DeepSpeed ignores offload_param below stage 3 (core notes it): a sweep cell must not pass it off as a change.
+      if (s.strategy.zero.stage != 3 && v != "none")
+        return core::bad_input("offload_param: only used by stage 3 (DeepSpeed ignores it below)");
+      set_device("offload_param");
+      break;
     case Knob::precision:
       j["fp16"]["enabled"] = v == "fp16";
       j["bf16"]["enabled"] = v == "bf16";
@@ -255,8 +261,11 @@ core::Result<Scenario> with_model(const Scenario& s, const core::ModelSpec& m) {
   core::RunSettings run = s.strategy.run;
   run.checkpoint_activations = s.strategy.activation_checkpointing.enabled;
   run.hidden = m.hidden;
-  if (run.seq_len == s.model.max_seq_len || (m.position == core::Position::learned && run.seq_len > m.max_seq_len))
-    run.seq_len = m.max_seq_len;
+  // A default sequence length follows the model (min(max_seq_len, 4096)); a chosen one stays unless the new model
+  // cannot take it.
+  if (run.seq_len == core::default_seq_len(s.model) ||
+      (m.position == core::Position::learned && run.seq_len > m.max_seq_len))
+    run.seq_len = core::default_seq_len(m);
   OJ j = OJ::parse(ds_config_text(s.strategy));
   j.erase("train_batch_size");
   auto st = core::parse_ds_config_text(j.dump(2), s.strategy.source, run);
@@ -302,8 +311,13 @@ std::string verdict_text(const core::MemoryReport& r) {
   if (!r.binding) return "no verdict";
   const auto& b = r.tier(*r.binding);
   const std::string tier = core::to_string(*r.binding);
+  if (core::verdict(r) == core::Verdict::tight)  // fit's word: under 3% headroom is within the model's error
+    return "TIGHT — tightest tier " + tier + ", " + core::format_bytes(b.headroom_bytes()) +
+           " headroom (under 3%: it may not fit)";
   if (r.fits)
     return "FITS — tightest tier " + tier + ", " + core::format_bytes(b.headroom_bytes()) + " headroom";
+  if (b.fits() && !r.problems.empty())  // every tier has room: DeepSpeed itself refuses the config
+    return "DOES NOT FIT — DeepSpeed refuses it: " + r.problems.front();
   return "DOES NOT FIT — " + tier + " needs " + core::format_bytes(b.required_bytes) + ", has " +
          core::format_bytes(b.capacity_bytes) + " (short by " + core::format_bytes(-b.headroom_bytes()) + ")";
 }

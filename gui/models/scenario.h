@@ -86,7 +86,8 @@ core::Status save_ds_config(const core::Strategy& s, const std::string& path);
 // Writes the profile (core::hardware_to_json) to `path` atomically; load_hardware reads it back.
 core::Status save_hardware(const core::Hardware& h, const std::string& path);
 
-// The fit verdict in one line: "FITS — tightest tier gpu, 12.3 GiB headroom" / "DOES NOT FIT — gpu needs …".
+// The fit verdict in one line, in fit's words: "FITS — tightest tier gpu, 12.3 GiB headroom" / "TIGHT — …" (under
+// 3% headroom, core::verdict) / "DOES NOT FIT — gpu needs …".
 std::string verdict_text(const core::MemoryReport& r);
 
 }  // namespace zs::gui

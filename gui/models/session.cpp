@@ -75,7 +75,7 @@ core::Result<Scenario> restore(const Session& s) {
   core::RunSettings run;
   run.nodes = s.run.nodes;
   run.gpus_per_node = s.run.gpus_per_node;
-  run.seq_len = s.run.seq_len > 0 ? s.run.seq_len : sc.model.max_seq_len;
+  run.seq_len = s.run.seq_len > 0 ? s.run.seq_len : core::default_seq_len(sc.model);
   run.hidden = sc.model.hidden;
   run.checkpoint_activations = s.run.checkpoint_activations;
   if (run.nodes < 1 || run.gpus_per_node < 1 || run.gpus_per_node > sc.hardware.gpus_per_node)

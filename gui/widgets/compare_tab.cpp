@@ -1,11 +1,14 @@
 #include "gui/widgets/compare_tab.h"
 
 #include <QFileInfo>
+#include <QFrame>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -49,7 +52,12 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
   headline_->setText(QStringLiteral("Simulate (F5) and load a measured trace (Ctrl+T) to compare them."));
   col->addWidget(headline_);
 
-  auto* split = new QSplitter(Qt::Vertical, this);
+  pages_ = new QStackedWidget(this);
+  placeholder_ = build_placeholder();
+  pages_->addWidget(placeholder_);
+  auto* split = new QSplitter(Qt::Vertical, pages_);
+  comparison_ = split;
+  pages_->addWidget(split);
   auto* lanes = new QWidget(split);
   auto* lanes_l = new QVBoxLayout(lanes);
   lanes_l->setContentsMargins(0, 0, 0, 0);
@@ -83,15 +91,90 @@ CompareTab::CompareTab(QWidget* parent) : QWidget(parent) {
   split->addWidget(low);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
-  col->addWidget(split, 1);
+  col->addWidget(pages_, 1);
+  pages_->setCurrentWidget(placeholder_);
+  headline_->setVisible(false);
 
   connect(load, &QPushButton::clicked, this, [this] {
     if (load_requested_) load_requested_();
   });
+  update_views();  // the placeholder says whether a prediction is ready
   connect(zin, &QPushButton::clicked, this, [this] { zoom_in(); });
   connect(zout, &QPushButton::clicked, this, [this] { zoom_out(); });
   connect(zfit, &QPushButton::clicked, this, [this] { fit(); });
 }
+
+QWidget* CompareTab::build_placeholder() {
+  // In a scroll area: its wrapped text must not set the window's minimum size.
+  auto* scroll = new QScrollArea(this);
+  scroll->setObjectName(QStringLiteral("compare_placeholder"));
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  auto* page = new QWidget(scroll);
+  auto* outer = new QVBoxLayout(page);
+  outer->setContentsMargins(24, 24, 24, 24);
+  auto* card = new QFrame(page);
+  card->setObjectName(QStringLiteral("placeholder_card"));
+  card->setMaximumWidth(900);
+  card->setStyleSheet(QStringLiteral("QFrame#placeholder_card { background: #f7f9fb; border: 1px solid #d8e0e8; "
+                                     "border-left: 6px solid #4e79a7; }"));
+  auto* cl = new QVBoxLayout(card);
+  cl->setContentsMargins(20, 16, 20, 16);
+  cl->setSpacing(10);
+  auto* title = new QLabel(QStringLiteral("No measured trace loaded"), card);
+  QFont tf = title->font();
+  tf.setPointSizeF(tf.pointSizeF() * 1.35);
+  tf.setBold(true);
+  title->setFont(tf);
+  cl->addWidget(title);
+  auto* body = new QLabel(card);
+  body->setObjectName(QStringLiteral("placeholder_text"));
+  body->setWordWrap(true);
+  body->setTextFormat(Qt::RichText);
+  body->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  body->setText(QStringLiteral(
+      "<p>This tab holds one training step <b>measured</b> on a real run against the <b>prediction</b> of the "
+      "Explore configuration (the Simulate tab).</p>"
+      "<p><b>What to load:</b> a zerosim trace JSON (<code>\"format\": \"zerosim-trace\"</code>, docs/TRACE.md). "
+      "A run of the engine writes one:<br>"
+      "&nbsp;&nbsp;<code>zerosim train -m MODEL --hardware HW -c ds_config.json --trace measured.json</code><br>"
+      "(the run's most typical step); <code>zerosim simulate … --raw-trace predicted.json</code> writes a "
+      "prediction in the same format. Chrome/Perfetto files (<code>simulate --trace</code>, "
+      "<code>train --chrome-trace</code>) are not this format. Use the same model, hardware and ds_config as "
+      "Explore for an op-by-op comparison; any other trace is still shown, with its phases by span.</p>"
+      "<p><b>How:</b> click <b>Load trace…</b> below or at the top left, or <b>File ▸ Load measured trace…</b> "
+      "(Ctrl+T). If nothing was simulated yet, loading a trace starts the simulation.</p>"
+      "<p><b>Then this tab shows:</b> the predicted and the measured timelines of rank 0, one above the other on "
+      "one time axis (zoom one, both follow); forward, backward, optimizer, the step and the exposed time of each "
+      "kind of work (CPU Adam, casts, copies, collectives), predicted vs measured with the error, as a table and as "
+      "bars; and each tier's memory over the step, the measured curve dashed over the predicted one.</p>"));
+  cl->addWidget(body);
+  placeholder_status_ = new QLabel(card);
+  placeholder_status_->setObjectName(QStringLiteral("placeholder_status"));
+  placeholder_status_->setWordWrap(true);
+  placeholder_status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  cl->addWidget(placeholder_status_);
+  auto* row = new QHBoxLayout;
+  auto* load = new QPushButton(QStringLiteral("Load trace…"), card);
+  load->setObjectName(QStringLiteral("placeholder_load_trace"));
+  load->setToolTip(QStringLiteral("Load a zerosim trace JSON, e.g. from zerosim train --trace (Ctrl+T)"));
+  row->addWidget(load);
+  row->addStretch(1);
+  cl->addLayout(row);
+  connect(load, &QPushButton::clicked, this, [this] {
+    if (load_requested_) load_requested_();
+  });
+  auto* h = new QHBoxLayout;
+  h->addStretch(1);
+  h->addWidget(card, 8);
+  h->addStretch(1);
+  outer->addLayout(h);
+  outer->addStretch(1);
+  scroll->setWidget(page);
+  return scroll;
+}
+
+bool CompareTab::placeholder_shown() const { return pages_->currentWidget() == placeholder_; }
 
 void CompareTab::zoom_in() { top_->zoom_in(); }
 void CompareTab::zoom_out() { top_->zoom_out(); }
@@ -108,6 +191,7 @@ bool CompareTab::load_trace(const QString& path) {
     error_ = fmt::qs(t.error().message);
     path_label_->setText(QStringLiteral("Could not read the trace: ") + error_);
     path_label_->setStyleSheet(QStringLiteral("color: #c62828;"));
+    update_views();
     return false;
   }
   error_.clear();
@@ -163,7 +247,34 @@ void CompareTab::update_views() {
 
   Prediction empty;
   const Prediction& pred = have_pred ? *predicted_ : empty;
+  pages_->setCurrentWidget(measured_ ? comparison_ : placeholder_);
+  headline_->setVisible(measured_ != nullptr);
   if (!measured_) {
+    QString status;
+    if (have_pred)
+      status = QStringLiteral("Prediction ready: %1 per step (Simulate). Load a trace to hold it against a "
+                              "measurement.")
+                   .arg(fmt::duration(pred.step_time_s));
+    else if (predicted_)
+      status = QStringLiteral("No prediction to compare: the Explore configuration does not fit%1. A trace loaded now "
+                              "is shown on its own.")
+                   .arg(predicted_->infeasible_reason.empty()
+                            ? QString()
+                            : QStringLiteral(" (%1)").arg(fmt::qs(predicted_->infeasible_reason)));
+    else
+      status = QStringLiteral("No prediction yet: press F5 to simulate the Explore configuration, or load a trace and "
+                              "it starts.");
+    if (!error_.isEmpty()) {
+      // A file without zerosim's "format" key is most often a Chrome/Perfetto trace: say which one to use instead.
+      const QString hint = error_.contains(QStringLiteral("format:"))
+                               ? QStringLiteral(" — not a zerosim trace; Chrome/Perfetto files (simulate --trace, "
+                                                "train --chrome-trace) are not read here: use train --trace or "
+                                                "simulate --raw-trace")
+                               : QString();
+      status = QStringLiteral("<span style=\"color:#c62828\">Could not read the trace: %1%2</span><br>%3")
+                   .arg(error_.toHtmlEscaped(), hint.toHtmlEscaped(), status.toHtmlEscaped());
+    }
+    placeholder_status_->setText(status);
     phases_.set_rows({});
     headline_->setText(have_pred ? QStringLiteral("Predicted %1 per step. Load a measured trace (Ctrl+T) to compare.")
                                        .arg(fmt::duration(pred.step_time_s))

@@ -1,6 +1,7 @@
 // CompareTab: a measured trace (zerosim train --trace, or any Trace JSON) beside the prediction — the two
 // timelines one above the other on one time axis, per-phase predicted vs measured with the error, and the memory
-// curves overlaid. The measured trace is read with the prediction's definitions when it ran the same plan.
+// curves overlaid. The measured trace is read with the prediction's definitions when it ran the same plan. Until a
+// trace is loaded, a placeholder says which file to load, how, and what the tab then shows.
 //   CompareTab t;  t.set_prediction(simulate_tab.shared_result());  t.load_trace("run.trace.json");
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "gui/models/timeline_model.h"
 
 class QLabel;
+class QStackedWidget;
 class QTableView;
 
 namespace zs::gui {
@@ -32,6 +34,9 @@ class CompareTab : public QWidget {
   bool load_trace(const QString& path);
   QString trace_path() const { return path_; }
   bool has_measurement() const { return measured_trace_ != nullptr; }
+  // The "what to load and how" page, shown instead of the comparison while no trace is loaded.
+  QWidget* placeholder() const { return placeholder_; }
+  bool placeholder_shown() const;
   QString last_error() const { return error_; }
   PhaseModel* phase_model() { return &phases_; }
   TimelineModel* predicted_model() { return &predicted_lanes_; }
@@ -44,6 +49,7 @@ class CompareTab : public QWidget {
 
  private:
   void update_views();
+  QWidget* build_placeholder();
   std::shared_ptr<const Prediction> predicted_;
   std::shared_ptr<const core::Trace> measured_trace_;
   std::shared_ptr<const Prediction> measured_;
@@ -57,6 +63,10 @@ class CompareTab : public QWidget {
   MemoryCharts* memory_ = nullptr;
   QLabel* headline_ = nullptr;
   QLabel* path_label_ = nullptr;
+  QStackedWidget* pages_ = nullptr;
+  QWidget* placeholder_ = nullptr;
+  QWidget* comparison_ = nullptr;
+  QLabel* placeholder_status_ = nullptr;
   std::function<void()> load_requested_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QEvent>
 #include <QFile>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -14,6 +15,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -76,6 +78,39 @@ W* plain(W* w) {
   return w;
 }
 
+// A column whose minimum height is what its layout needs at its current width (the wrapped verdict, subtitle and
+// legends included), so that nothing in it is squeezed: the scroll area around it scrolls instead.
+class FitColumn : public QWidget {
+ public:
+  // What QScrollArea asks of a widget whose layout wraps: the least height at that width, not the preferred one.
+  int heightForWidth(int w) const override { return layout() ? layout()->totalMinimumHeightForWidth(w) : -1; }
+
+ protected:
+  bool event(QEvent* e) override {
+    const bool done = QWidget::event(e);
+    if ((e->type() == QEvent::Resize || e->type() == QEvent::LayoutRequest) && layout()) {
+      const int h = std::max(0, layout()->totalMinimumHeightForWidth(width()));
+      if (h != minimumHeight()) setMinimumHeight(h);
+    }
+    return done;
+  }
+};
+
+// Scrolls vertically only: as wide as its widget's minimum (the splitter keeps to it, as it did without the scroll
+// area), as short as the window needs.
+class VerticalScroll : public QScrollArea {
+ public:
+  explicit VerticalScroll(QWidget* parent) : QScrollArea(parent) {
+    setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    setWidgetResizable(true);
+    setFrameShape(QFrame::NoFrame);
+  }
+  QSize minimumSizeHint() const override {
+    const int w = widget() ? widget()->minimumSizeHint().width() : 0;
+    return {w + verticalScrollBar()->sizeHint().width(), QScrollArea::minimumSizeHint().height()};
+  }
+};
+
 }  // namespace
 
 ExploreTab::ExploreTab(QWidget* parent) : QWidget(parent), fixes_job_(new FixesJob(this)) {
@@ -87,7 +122,12 @@ ExploreTab::ExploreTab(QWidget* parent) : QWidget(parent), fixes_job_(new FixesJ
   scroll->setMinimumWidth(400);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   split->addWidget(scroll);
-  split->addWidget(build_results());
+  // The results scroll only when the window is shorter than they need (bars, every legend entry, breakdown, fixes):
+  // nothing in them is squeezed, and the window's minimum stays small.
+  auto* results = new VerticalScroll(split);
+  results->setObjectName(QStringLiteral("results_scroll"));
+  results->setWidget(build_results());
+  split->addWidget(results);
   split->setStretchFactor(0, 0);
   split->setStretchFactor(1, 1);
   split->setSizes({430, 1100});
@@ -101,6 +141,15 @@ ExploreTab::ExploreTab(QWidget* parent) : QWidget(parent), fixes_job_(new FixesJ
     apply_->setEnabled(any);
     fixes_stack_->setCurrentWidget(any ? static_cast<QWidget*>(suggestion_view_) : no_fixes_);
     if (any) suggestion_view_->setCurrentIndex(suggestions_.index(0));
+    if (!any) {  // it fits, or no change helps: then say what the hardware lacks (core::memory_limits), not a fix
+      const auto& r = memory_.report();
+      QStringList text{r.fits ? QStringLiteral("It fits as it is: no fix needed.\nRanked fixes appear here when a tier overflows.")
+                              : QStringLiteral("No single change or combination found that helps. Limits as configured:")};
+      for (const auto& l : core::memory_limits(r)) text << fmt::qs(l.text);
+      no_fixes_->setText(text.join(QStringLiteral("\n")));
+      no_fixes_->setStyleSheet(r.fits ? QStringLiteral("color: #2e7d32; background: #f4faf4; border: 1px solid #dcebdc;")
+                                      : QStringLiteral("color: #b71c1c; background: #fdf4f4; border: 1px solid #f0d0d0;"));
+    }
   });
 }
 
@@ -299,7 +348,8 @@ QWidget* ExploreTab::build_inputs() {
 }
 
 QWidget* ExploreTab::build_results() {
-  auto* w = new QWidget;
+  auto* w = new FitColumn;
+  w->setObjectName(QStringLiteral("results"));
   auto* col = new QVBoxLayout(w);
   col->setContentsMargins(6, 0, 0, 0);
   verdict_ = new QLabel(w);
@@ -309,6 +359,7 @@ QWidget* ExploreTab::build_results() {
   vf.setBold(true);
   verdict_->setFont(vf);
   verdict_->setMargin(8);
+  verdict_->setWordWrap(true);  // a long verdict must not set the window's minimum width
   col->addWidget(verdict_);
   subtitle_ = new QLabel(w);
   subtitle_->setWordWrap(true);
@@ -320,8 +371,7 @@ QWidget* ExploreTab::build_results() {
   error_label_->setVisible(false);
   error_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   col->addWidget(error_label_);
-  bars_ = new charts::TierBarsChart(w);
-  bars_->setMinimumHeight(330);
+  bars_ = new charts::TierBarsChart(w);  // its height: each bar and its legend (every item, wrapped to the width)
   col->addWidget(bars_, 3);
 
   auto* bottom = new QSplitter(Qt::Horizontal, w);
@@ -429,53 +479,6 @@ void ExploreTab::hardware_edited() {
   editing_hardware_ = true;  // the model already holds the edit: keep the tree as it is
   install(std::move(*s));
   editing_hardware_ = false;
-}
-
-bool ExploreTab::import_hf_config(const QString& path) {
-  if (!scenario_) return false;
-  auto m = core::import_hf_config(path.toStdString());
-  if (!m) return show_error(fmt::qs(m.error().message)), false;
-  auto s = with_model(*scenario_, *m);
-  if (!s) return show_error(fmt::qs(s.error().message)), false;
-  s->refs.model = path.toStdString();
-  if (model_combo_->findData(path) < 0) model_combo_->addItem(QStringLiteral("HF: ") + fmt::qs(m->name), path);
-  install(std::move(*s));
-  return true;
-}
-
-bool ExploreTab::load_hardware(const QString& path) {
-  if (!scenario_) return false;
-  auto h = core::load_hardware(path.toStdString());
-  if (!h) return show_error(fmt::qs(h.error().message)), false;
-  auto s = with_hardware(*scenario_, *h);
-  if (!s) return show_error(fmt::qs(s.error().message)), false;
-  s->refs.hardware = path.toStdString();
-  install(std::move(*s));
-  return true;
-}
-
-bool ExploreTab::save_hardware(const QString& path) {
-  if (!scenario_) return false;
-  core::Status st = gui::save_hardware(scenario_->hardware, path.toStdString());
-  if (!st.ok()) return show_error(fmt::qs(st.message())), false;
-  return true;
-}
-
-bool ExploreTab::load_ds_config(const QString& path) {
-  if (!scenario_) return false;
-  auto st = core::load_ds_config(path.toStdString(), scenario_->strategy.run);
-  if (!st) return show_error(fmt::qs(st.error().message)), false;
-  Scenario s = with_strategy(*scenario_, *st);
-  s.refs.ds_config = path.toStdString();
-  install(std::move(s));
-  return true;
-}
-
-bool ExploreTab::save_ds_config(const QString& path) {
-  if (!scenario_) return false;
-  core::Status st = gui::save_ds_config(scenario_->strategy, path.toStdString());
-  if (!st.ok()) return show_error(fmt::qs(st.message())), false;
-  return true;
 }
 
 bool ExploreTab::apply_suggestion(int row) {

@@ -15,7 +15,7 @@ printf '{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3,\
 printf '{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2, "overlap_com": true}}' >"$tmp/unknown.json"
 printf '{"train_micro_batch_size_per_gpu": 1,\n  "zero_optimization": {"stage": 2,,}}' >"$tmp/malformed.json"
 printf '{"train_batch_size": 10, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1}' >"$tmp/batch.json"
-printf '{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}}' >"$tmp/s3only.json"
+printf '{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"},\n "zenflow": {"topk_ratio": 0.1}}}' >"$tmp/zenflow.json"
 printf '{"train_micro_batch_size_per_gpu": "two"}' >"$tmp/type.json"
 printf '{"model_type": "bert", "hidden_size": 768}' >"$tmp/config.json"
 
@@ -24,7 +24,7 @@ expect2 "unknown offload device" 'zero_optimization.offload_optimizer.device' fi
 expect2 "unknown key" 'did you mean "overlap_comm"' fit "${common[@]}" --ds-config "$tmp/unknown.json"
 expect2 "malformed JSON" 'malformed.json:2:' fit "${common[@]}" --ds-config "$tmp/malformed.json"
 expect2 "inconsistent batch" 'train_batch_size' fit "${common[@]}" --ds-config "$tmp/batch.json"
-expect2 "stage-3 option under stage 2" 'offload_param' fit "${common[@]}" --ds-config "$tmp/s3only.json"
+expect2 "feature not modelled" 'zerosim does not model ZenFlow' fit "${common[@]}" --ds-config "$tmp/zenflow.json"
 expect2 "wrong type" 'train_micro_batch_size_per_gpu' fit "${common[@]}" --ds-config "$tmp/type.json"
 expect2 "missing file" '/no/such/ds.json' fit "${common[@]}" --ds-config /no/such/ds.json
 expect2 "unknown shipped name" 'shipped:' fit --model gpt5 --hardware dgx2 --ds-config zero2

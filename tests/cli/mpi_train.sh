@@ -164,10 +164,11 @@ if [ "$cpus" -lt 4 ]; then
   grep -q "shared: 4 ranks on $cpus CPUs" "$tmp/np4-z1cpu-bind.err" || err "oversubscribed binding not reported as shared"
 fi
 
-# A rank that never joins a collective: rank 1 hangs (30 s) at its 4th; with a 2 s timeout rank 0 must fail naming
-# the op and rank 1, and stop the job (MPI_Abort) long before rank 1 would wake (outer timeout 60 s: no hang).
+# A rank that never joins a collective: rank 1 hangs (30 s) at its 3rd (the all-gather of the updated partitions,
+# after the gradient all-reduce and the norm); with a 2 s timeout rank 0 must fail naming the op and rank 1, and stop
+# the job (MPI_Abort) long before rank 1 would wake (outer timeout 60 s: no hang).
 start=$(date +%s)
-ZEROSIM_TEST_SKIP_COLLECTIVE=1:3:30 timeout 60 mpirun -np 2 --oversubscribe -x ZEROSIM_TEST_SKIP_COLLECTIVE "$bin" train \
+ZEROSIM_TEST_SKIP_COLLECTIVE=1:2:30 timeout 60 mpirun -np 2 --oversubscribe -x ZEROSIM_TEST_SKIP_COLLECTIVE "$bin" train \
   --model tiny --hardware ci-2core --ds-config "$tmp/z2.json" --seq-len 32 --steps 3 --comm-timeout-s 2 >"$tmp/to" 2>&1
 rc=$?; took=$(( $(date +%s) - start ))
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || { err "skipped collective: rc=$rc (want a failure, not success or the outer timeout)"; }

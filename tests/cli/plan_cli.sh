@@ -11,7 +11,7 @@ err() { echo "FAIL $*"; fail=$((fail+1)); }
 "$bin" plan --model gpt-100b --hardware dgx2 --gpus-per-node 1 --ds-config zero3-offload-nvme --summary >"$tmp/s" 2>&1
 rc=$?; [ $rc -eq 0 ] || err "100B NVMe plan rc=$rc"
 for frag in "ops per rank:" "forward" "backward" "optimizer" "bytes per step per rank: H2D" "NVMe read" "NVMe write" \
-            "network" "peak per tier:" "gpu " "cpu " "nvme " "verdict: FEASIBLE"; do
+            "network" "peak per tier:" "gpu " "cpu " "nvme " "verdict: FITS (tightest tier"; do
   grep -qF -- "$frag" "$tmp/s" || err "summary lacks '$frag'"
 done
 
@@ -63,21 +63,26 @@ python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/stdout.json" ||
 printf '{"train_micro_batch_size_per_gpu": 8, "fp16": {"enabled": true}, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}}' >"$tmp/big.json"
 "$bin" plan --model gpt2-1.5b --hardware rtx4090-workstation --ds-config "$tmp/big.json" >"$tmp/inf" 2>&1; rc=$?
 [ $rc -eq 1 ] || err "infeasible plan rc=$rc (want 1)"
-grep -qE "verdict: INFEASIBLE: gpu overflows at op [0-9]+ \(forward layer" "$tmp/inf" || { err "no op named"; cat "$tmp/inf"; }
+grep -qE "verdict: DOES NOT FIT: gpu overflows at op [0-9]+ \(forward layer" "$tmp/inf" || { err "no op named"; cat "$tmp/inf"; }
 "$bin" plan --model gpt2-124m --ds-config zero2 --schedule fast >/dev/null 2>&1; rc=$?
 [ $rc -eq 2 ] || err "bad --schedule rc=$rc (want 2)"
 "$bin" plan --model nosuchmodel --ds-config zero2 >/dev/null 2>"$tmp/e"; rc=$?
 [ $rc -eq 2 ] || err "bad model rc=$rc (want 2)"
 
-# Every shipped model x config on one profile: plan's verdict is fit's.
+# Every shipped model x config on one profile: plan's verdict is fit's, in the same words (FITS / TIGHT /
+# DOES NOT FIT; never FEASIBLE).
 n=0
+word() { sed -nE 's/^verdict: (FITS|TIGHT|DOES NOT FIT)( \(|: ).*/\1/p' "$1"; }
 for m in "$root"/models/*.json; do
   for c in "$root"/configs/deepspeed/*.json; do
     n=$((n+1))
-    "$bin" plan --model "$m" --hardware dgx2 --ds-config "$c" >/dev/null 2>"$tmp/e"; prc=$?
-    "$bin" fit --model "$m" --hardware dgx2 --ds-config "$c" >/dev/null 2>&1; frc=$?
+    "$bin" plan --model "$m" --hardware dgx2 --ds-config "$c" >"$tmp/p" 2>"$tmp/e"; prc=$?
+    "$bin" fit --model "$m" --hardware dgx2 --ds-config "$c" >"$tmp/f" 2>&1; frc=$?
     [ $prc -le 1 ] || { err "plan rc=$prc for $m $c"; cat "$tmp/e"; }
     [ $prc -eq $frc ] || err "plan rc=$prc but fit rc=$frc for $m $c"
+    pw=$(word "$tmp/p"); fw=$(word "$tmp/f")
+    [ -n "$pw" ] && [ "$pw" = "$fw" ] || err "plan says '$pw', fit says '$fw' for $m $c"
+    ! grep -q FEASIBLE "$tmp/p" || err "plan still says FEASIBLE for $m $c"
   done
 done
 echo "plan_cli: $n shipped combinations, $fail failures"

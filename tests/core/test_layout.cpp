@@ -101,23 +101,55 @@ TEST_CASE("ZeRO-3 persistence follows both thresholds in parameter order", "[lay
   for (const auto& p : make_layout(m, none, Schedule::deepspeed).params) CHECK_FALSE(p.persistent);
 }
 
-TEST_CASE("offload_param nvme: max_in_cpu elements first, small partitions stay in CPU memory", "[layout]") {
+// stage3.py _create_param_groups_fp16_flat_cpu_memory sizes one flat CPU buffer of min(partition, max_in_cpu);
+// _create_fp16_partitions_with_defragmentation places a whole sub-group in it only if flat_offset + its elements
+// fit, so max_in_cpu is counted in sub-groups, not parameters. The rest stay where zero.Init's _partition_param put
+// them: NVMe when swappable (partition bytes >= max(MIN_AIO_BYTES, aio block_size)), else CPU memory.
+TEST_CASE("offload_param nvme: whole sub-groups within max_in_cpu stay in CPU, the rest swap if large enough",
+          "[layout]") {
   const ModelSpec m = model("gpt2-124m");
   const Strategy s = strategy(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3,
+      "sub_group_size": 20000000,
       "offload_param": {"device": "nvme", "nvme_path": "/tmp", "max_in_cpu": 40000000}}})",
                               m, 1);
   const Layout l = make_layout(m, s, Schedule::deepspeed);
   CHECK(l.param_device == OffloadDevice::nvme);
-  int64_t cum = 0;
-  bool any_nvme = false;
+  REQUIRE(l.sub_groups.size() >= 4);
+  CHECK(l.lp_cpu_flat_elements == 40000000);
+  // Sub-groups in order: in the flat buffer while the running total stays within max_in_cpu.
+  int64_t end = 0;
+  size_t in_flat_groups = 0;
+  for (int64_t g : l.sub_groups) {
+    end += g;
+    if (end <= 40000000) ++in_flat_groups;
+  }
+  CHECK(in_flat_groups >= 1);
+  CHECK(in_flat_groups < l.sub_groups.size());
+  int64_t cum = 0, flat_end = 0;
+  for (size_t g = 0; g < in_flat_groups; ++g) flat_end += l.sub_groups[g];
+  bool any_nvme = false, any_small_outside = false;
   for (const auto& p : l.params) {
     cum += p.part;
+    const bool in_flat = cum <= flat_end;
     const bool swappable = p.part * 2 >= std::max<int64_t>(1 << 20, s.aio.block_size);  // fp16: 2 B
     INFO(p.name);
-    CHECK((p.lp_home == Tier::nvme) == (cum > 40000000 && swappable));
+    CHECK(p.lp_in_cpu_flat == in_flat);
+    CHECK((p.lp_home == Tier::nvme) == (!in_flat && swappable));
     any_nvme = any_nvme || p.lp_home == Tier::nvme;
+    any_small_outside = any_small_outside || (!in_flat && !swappable);
   }
   CHECK(any_nvme);
+  CHECK(any_small_outside);
+  // Some sub-group is outside the flat buffer: the swap-out buffer holds the largest sub-group's parameters at
+  // their full size, each io-aligned (reserve_partitioned_swap_space over t.ds_numel).
+  CHECK(l.lp_reuse_buffer_elements > 0);
+  // A max_in_cpu of the whole partition: every sub-group in the flat buffer, no swap-out buffer.
+  const Strategy all_cpu = strategy(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3,
+      "offload_param": {"device": "nvme", "nvme_path": "/tmp", "max_in_cpu": 1e9}}})",
+                                    m, 1);
+  const Layout a = make_layout(m, all_cpu, Schedule::deepspeed);
+  CHECK(a.lp_reuse_buffer_elements == 0);
+  for (const auto& p : a.params) CHECK(p.lp_home == Tier::cpu);
   const Strategy cpu = strategy(R"({"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3,
       "offload_param": {"device": "cpu"}}})",
                                 m, 1);

@@ -74,6 +74,17 @@ class Ancestry {
   uint32_t epoch_ = 0;
 };
 
+// A shipped ds_config (configs/deepspeed) by name.
+inline Strategy shipped_strategy(const std::string& name, const ModelSpec& m, int64_t gpus) {
+  RunSettings run;
+  run.gpus_per_node = gpus;
+  run.seq_len = m.max_seq_len;
+  run.hidden = m.hidden;
+  auto s = load_strategy(name, run);
+  if (!s.ok()) FAIL(s.error().message);
+  return *s;
+}
+
 inline bool covers(const Op& op, int32_t tensor) {
   return op.tensor >= 0 && tensor >= op.tensor && tensor < op.tensor + op.tensor_count;
 }

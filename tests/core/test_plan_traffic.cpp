@@ -71,12 +71,14 @@ TEST_CASE("ZeRO-Offload (stage 2, CPU Adam): PCIe bytes per parameter per step",
     CHECK(bytes_of(p, OpKind::d2h, TensorKind::fp32_grad) == 4 * part);
     CHECK(bytes_of(p, OpKind::allgather) == 2 * P);
   }
-  SECTION("GA 2: micro-step 0 parks lp grads on the host, micro-step 1 reads them back, then the fp32 copy") {
+  // stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu: micro-steps after the first read the host sum back
+  // (accumulate_gradients), and every micro-step copies the sum out (copy_gradients_to_cpu).
+  SECTION("GA 2: every micro-step parks lp grads on the host, micro-step 1 reads them back first, then fp32") {
     Strategy s = strategy(R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 2,
       "fp16": {"enabled": true}, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})", m, 1,
                           1, true, 1024);
     Plan p = make_plan(m, h, s);
-    CHECK(bytes_of(p, OpKind::d2h, TensorKind::lp_grad) == 2 * P);
+    CHECK(bytes_of(p, OpKind::d2h, TensorKind::lp_grad) == 2 * 2 * P);
     CHECK(bytes_of(p, OpKind::h2d, TensorKind::lp_grad) == 2 * P);
     CHECK(bytes_of(p, OpKind::d2h, TensorKind::fp32_grad) == 4 * P);
   }
@@ -93,14 +95,28 @@ TEST_CASE("data parallelism and ZeRO-1/2: gradient and parameter volumes per ran
     CHECK(network(p, OpKind::allreduce) == Approx(2.0 * ring * 2 * P));
     CHECK(static_cast<double>(p.per_step.network) == Approx(2.0 * ring * 2 * P).epsilon(1e-9));
   }
+  // DeepSpeed's stage 1-2 gradient reduction is an all-reduce of each bucket: stage_1_and_2.py average_tensor →
+  // allreduce_and_scatter → allreduce_bucket → dist.all_reduce (use_multi_rank_bucket_allreduce, default true);
+  // with it false, one dist.reduce per owning rank (the volume of a reduce-scatter). The updated partitions come
+  // back with an all-gather: 1.5x stage 0's volume by default.
   for (int stage : {1, 2}) {
-    DYNAMIC_SECTION("stage " << stage << ": reduce-scatter then all-gather, (n-1)/n each = the all-reduce volume") {
+    DYNAMIC_SECTION("stage " << stage << ": all-reduce of the buckets, then all-gather of the partitions") {
       Plan p = make_plan(m, h,
                          strategy(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
                            "zero_optimization": {"stage": )" + std::to_string(stage) + "}}",
                                   m, n));
-      CHECK(bytes_of(p, OpKind::reduce_scatter) == 2 * P);
+      CHECK(bytes_of(p, OpKind::reduce_scatter) == 0);
+      CHECK(bytes_of(p, OpKind::allreduce, TensorKind::lp_grad) == 2 * P);  // (and the gradient norm's scalar)
       CHECK(bytes_of(p, OpKind::allgather) == 2 * P);
+      CHECK(network(p, OpKind::allreduce) + network(p, OpKind::allgather) == Approx(3.0 * ring * 2 * P).epsilon(1e-6));
+    }
+    DYNAMIC_SECTION("stage " << stage << ", use_multi_rank_bucket_allreduce false: reduces to owners, (n-1)/n") {
+      Plan p = make_plan(m, h,
+                         strategy(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
+                           "zero_optimization": {"use_multi_rank_bucket_allreduce": false, "stage": )" +
+                                      std::to_string(stage) + "}}",
+                                  m, n));
+      CHECK(bytes_of(p, OpKind::reduce_scatter) == 2 * P);
       CHECK(network(p, OpKind::reduce_scatter) + network(p, OpKind::allgather) == Approx(2.0 * ring * 2 * P));
     }
   }

@@ -96,8 +96,35 @@ class TestGuiModels : public QObject {
     QVERIFY(first_fit >= 0);
     const Scenario fixed = with_strategy(s, m.suggestion(first_fit).strategy);
     QVERIFY(core::memory_model(fixed.model, fixed.hardware, fixed.strategy).fits);
+    // As FixesJob hands them to Explore, each fix's patch is folded into its config: applied, then edited by a knob,
+    // the edit stands (the patch is not applied again over it).
+    FixesJob job;
+    QSignalSpy done(&job, &Job::done);
+    job.start(s);
+    QVERIFY(done.wait(30000));
+    QCOMPARE(job.result().size(), static_cast<size_t>(m.rowCount()));
+    for (const auto& f : job.result()) {
+      QVERIFY(f.strategy.run.config_changes.empty());
+      bool sets_stage = false;
+      for (const auto& c : f.changes) sets_stage = sets_stage || c.path == "zero_optimization.stage";
+      if (!sets_stage) continue;
+      auto back = with_knob(with_strategy(s, f.strategy), Knob::stage, std::to_string(s.strategy.zero.stage));
+      QVERIFY(back.ok());
+      QCOMPARE(back->strategy.zero.stage, s.strategy.zero.stage);
+    }
     m.set_suggestions({});
     QCOMPARE(m.rowCount(), 0);
+  }
+
+  // The verdict banner says why a config DeepSpeed refuses does not fit, not "short by" a negative amount.
+  void verdictNamesDeepSpeedsRefusal() {
+    const Scenario s = scenario("llama2-13b", "dgx-a100-80gb", "zero3-offload-nvme");
+    const auto r = core::memory_model(s.model, s.hardware, s.strategy);
+    QVERIFY(!r.fits);
+    QVERIFY(!r.problems.empty());
+    const std::string text = verdict_text(r);
+    QVERIFY2(text.find("DeepSpeed refuses it: " + r.problems.front()) != std::string::npos, text.c_str());
+    QVERIFY2(text.find("short by") == std::string::npos, text.c_str());
   }
 
   void hardwareModel() {

@@ -1,5 +1,7 @@
-// The main window: keyboard shortcuts, simulate → compare with a trace file, sessions saved and restored, and the
-// screenshot driver (prepare_tab + grab) for each tab.
+// The main window: keyboard shortcuts, simulate → compare with a trace file, the Compare tab's placeholder until a
+// trace is loaded, sessions saved and restored, and the screenshot driver (prepare_tab + grab) for each tab.
+#include <QLabel>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -16,6 +18,27 @@
 
 using namespace zs;
 using namespace zs::gui;
+
+namespace {
+// A measured step as the engine writes it (source "train"): forward, backward, CPU Adam; no prediction needed.
+core::Trace small_measured_trace() {
+  core::Trace t;
+  t.source = "train";
+  t.schedule = "deepspeed";
+  core::TraceEvent f;
+  f.op = 0, f.start_s = 0, f.end_s = 0.1, f.layer = 0;
+  core::TraceEvent b = f;
+  b.op = 1, b.kind = core::OpKind::backward, b.phase = core::Phase::backward, b.start_s = 0.1, b.end_s = 0.3;
+  core::TraceEvent a = f;
+  a.op = 2, a.stream = core::Stream::cpu_adam, a.kind = core::OpKind::adam_cpu, a.phase = core::Phase::optimizer;
+  a.start_s = 0.3, a.end_s = 0.35, a.layer = -1;
+  t.events = {f, b, a};
+  t.step_time_s = 0.35;
+  t.memory = {{0.0, {1 << 20, 4 << 20, 0}}, {0.1, {3 << 20, 4 << 20, 0}}, {0.35, {1 << 20, 4 << 20, 0}}};
+  t.peak_bytes = {3 << 20, 4 << 20, 0};
+  return t;
+}
+}  // namespace
 
 class TestGuiWindow : public QObject {
   Q_OBJECT
@@ -104,6 +127,57 @@ class TestGuiWindow : public QObject {
     // Scenario edits mark the result stale but keep it.
     QVERIFY(w.explore()->set_knob(Knob::micro_batch, "2"));
     QVERIFY(w.simulate_tab()->has_result());
+  }
+
+  // Until a trace is loaded, Compare says which file to load, how, and what it will show — not blank space.
+  void comparePlaceholderUntilATraceIsLoaded() {
+    {
+      MainWindow w;
+      w.show();
+      QVERIFY(w.open({"gpt2-124m", "dgx-a100-80gb", "zero2"}));
+      w.show_tab(QStringLiteral("compare"));
+      QVERIFY(w.compare()->placeholder_shown());
+      QVERIFY(w.compare()->placeholder()->isVisible());
+    }
+    CompareTab tab;
+    tab.resize(1280, 760);
+    tab.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&tab));
+    QVERIFY(tab.placeholder_shown());
+    auto* text = tab.findChild<QLabel*>(QStringLiteral("placeholder_text"));
+    QVERIFY(text && text->isVisible());
+    // Which file (the zerosim trace JSON, and the commands that write it), where to click, what it then shows.
+    for (const char* s : {"zerosim-trace", "zerosim train", "--trace", "--raw-trace", "Load trace…", "Ctrl+T",
+                          "timelines", "predicted vs measured", "error", "memory"})
+      QVERIFY2(text->text().contains(QString::fromUtf8(s)), s);
+    // Its wrapped text is all on screen: the label has the height its width needs.
+    QVERIFY(text->height() >= text->heightForWidth(text->width()));
+    auto* button = tab.findChild<QPushButton*>(QStringLiteral("placeholder_load_trace"));
+    QVERIFY(button && button->isVisible());
+    int asked = 0;
+    tab.on_load_requested([&] { ++asked; });
+    QTest::mouseClick(button, Qt::LeftButton);
+    QCOMPARE(asked, 1);
+    auto* status = tab.findChild<QLabel*>(QStringLiteral("placeholder_status"));
+    QVERIFY(status->text().contains(QStringLiteral("F5")));
+
+    QTemporaryDir dir;
+    // A file that is not a zerosim trace (here Chrome/Perfetto events): the placeholder stays and says why.
+    const core::Trace t = small_measured_trace();
+    const QString chrome = dir.filePath(QStringLiteral("chrome.json"));
+    QVERIFY(core::write_file_atomic(chrome.toStdString(), core::trace_to_chrome_json(t)).ok());
+    QVERIFY(!tab.load_trace(chrome));
+    QVERIFY(tab.placeholder_shown());
+    QVERIFY2(status->text().contains(QStringLiteral("Could not read the trace")), qPrintable(status->text()));
+    QVERIFY2(status->text().contains(QStringLiteral("--chrome-trace")), qPrintable(status->text()));  // the hint
+    // A trace: the placeholder goes, the measured timeline and the phases show.
+    const QString path = dir.filePath(QStringLiteral("measured.json"));
+    QVERIFY(core::write_file_atomic(path.toStdString(), core::trace_to_json(t)).ok());
+    QVERIFY2(tab.load_trace(path), qPrintable(tab.last_error()));
+    QVERIFY(!tab.placeholder_shown());
+    QVERIFY(!tab.placeholder()->isVisible());
+    QVERIFY(tab.measured_model()->lanes() > 0);
+    QVERIFY(tab.phase_model()->rowCount() >= 4);
   }
 
   void sessionsSaveAndRestore() {
