@@ -75,6 +75,7 @@ json fit_json(const Inputs& in, const core::MemoryReport& r, const std::vector<c
   json j;
   j["fits"] = r.fits;
   j["verdict"] = core::to_string(core::verdict(r));  // fits | tight (under 3% headroom) | does_not_fit
+  j["deepspeed_version"] = core::to_string(in.strategy.run.deepspeed_version);  // the release whose behaviour is modelled
   j["binding_tier"] = r.binding ? json(core::to_string(*r.binding)) : json(nullptr);
   j["model"] = {{"name", in.model.name}, {"params", r.sizes.params}, {"largest_layer_params", r.sizes.largest_module}};
   j["hardware"] = {{"name", in.hardware.name}, {"file", in.hardware.file}};
@@ -111,11 +112,13 @@ void print_human(const Inputs& in, const core::MemoryReport& r, const std::vecto
   std::printf("%s (%.2fB params) on %s: %lld node x %lld GPU, %s\n", in.model.name.c_str(), r.sizes.params / 1e9,
               in.hardware.name.c_str(), static_cast<long long>(s.run.nodes), static_cast<long long>(s.run.gpus_per_node),
               s.source.c_str());
-  std::printf("ZeRO-%d, optimizer %s, params %s, %s, %s, micro batch %lld, GA %lld%s\n", s.zero.stage,
-              core::to_string(s.zero.offload_optimizer.device).c_str(), core::to_string(s.zero.offload_param.device).c_str(),
-              core::to_string(s.model_dtype()).c_str(), seq_len_text(in).c_str(),
-              static_cast<long long>(s.micro_batch_per_gpu), static_cast<long long>(s.gradient_accumulation_steps),
-              s.activation_checkpointing.enabled ? ", activation checkpointing" : "");
+  std::printf("ZeRO-%d, optimizer %s, params %s, %s, %s, micro batch %lld, GA %lld%s; as DeepSpeed %s\n",
+              s.zero.stage, core::to_string(s.zero.offload_optimizer.device).c_str(),
+              core::to_string(s.zero.offload_param.device).c_str(), core::to_string(s.model_dtype()).c_str(),
+              seq_len_text(in).c_str(), static_cast<long long>(s.micro_batch_per_gpu),
+              static_cast<long long>(s.gradient_accumulation_steps),
+              s.activation_checkpointing.enabled ? ", activation checkpointing" : "",
+              core::to_string(s.run.deepspeed_version).c_str());
   for (const auto& w : in.warnings) std::printf("warning: %s\n", w.c_str());
   std::printf("\n");
   std::printf("  %-5s %12s %12s %6s  %-9s %s\n", "tier", "required", "capacity", "use", "scope", "largest items");

@@ -26,6 +26,10 @@ run "fp16 auto" 0 fit -m gpt2-124m "${a100[@]}" -c zero3-hf-auto --fp16
 has "fp16 auto" "params cpu, fp16,"
 run "no flag" 0 fit -m gpt2-124m "${a100[@]}" -c zero3-hf-auto
 has "no flag" "params cpu, fp32,"
+# fit says which DeepSpeed release it assumed (the newest modelled unless --deepspeed-version names one).
+has "no flag" "; as DeepSpeed 0.19.6"
+run "release" 0 fit -m gpt2-124m "${a100[@]}" -c zero3-hf-auto --deepspeed-version 0.19.2 --json
+[ "$(jq -r .deepspeed_version "$tmp/out")" = "0.19.2" ] || err "[release] --json deepspeed_version"
 run "bf16 and fp16" 2 fit -m gpt2-124m "${a100[@]}" -c zero3-hf-auto --bf16 --fp16
 has "bf16 and fp16" "excludes"
 # A file that enables the other precision: HF's mismatch error, exit 2 naming the file and key.
