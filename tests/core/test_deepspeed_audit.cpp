@@ -198,7 +198,8 @@ TEST_CASE("audit 10: which host buffers DeepSpeed pins", "[audit][memory]") {
   auto pinned = [&](const std::string& zero, const std::string& key) {
     const Strategy s = strategy(R"({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true},
       "zero_optimization": )" + zero + "}", m, 8);
-    const MemoryItem* i = find_item(memory_model(m, h, s).tier(Tier::cpu), key);
+    const MemoryReport r = memory_model(m, h, s);  // kept: the item points into it
+    const MemoryItem* i = find_item(r.tier(Tier::cpu), key);
     REQUIRE(i != nullptr);
     return i->pinned;
   };
