@@ -452,19 +452,50 @@ int64_t kernel_count(const CostModel& c, const Op& op) {
 }
 
 int64_t eager_kernels_per_block(const ModelSpec& m, AttnImplementation attn) {
-  // Projections: QKV (one fused c_attn for GPT-2, three for the others), the output projection, the MLP's two or
-  // three. HF's eager norms: LayerNorm is one kernel; LlamaRMSNorm casts, squares, means, adds eps, rsqrt,
-  // multiplies, casts back and scales (8). Rotary on Q and K: two multiplies, rotate_half's neg and cat, an add
-  // (5 each). Activation: SiLU and the gate product (2), GPT-2's tanh GELU as written (8). Two residual adds; GPT-2's
-  // two residual dropouts. Attention: one fused kernel and a contiguous() of its output; eager: matmul, scale, mask,
-  // softmax, (dropout,) matmul.
-  const bool gpt = m.arch == Arch::gpt;
-  int64_t k = (gpt ? 1 : 3) + 1 + (m.activation == Activation::swiglu ? 3 : 2);
-  k += 2 * (m.norm == Norm::rmsnorm ? 8 : 1);
-  if (m.position == Position::rope) k += 2 * 5;
-  k += m.activation == Activation::swiglu ? 2 : 8;
-  k += 2 + (gpt ? 2 : 0);
-  k += attn == AttnImplementation::eager ? 5 + (gpt ? 1 : 0) : 2;
+  // HF's modeling code read op by op. Projections: one fused QKV (GPT-2 c_attn; query_key_value of gpt_neox,
+  // falcon, bloom; phi3 qkv_proj) or three; DeepSeek's latent attention q_a, q_b (or q_proj), kv_a, kv_b and their
+  // two RMSNorms; the output projection. HF's eager norms: LayerNorm is one kernel; an RMSNorm casts, squares,
+  // means, adds eps, rsqrt, multiplies, casts back and scales (8); block_norms of them (gemma2/3 sandwich: 4; a
+  // parallel block's one or two), and q_norm, k_norm (qwen3, gemma3). Rotary on Q and K: two multiplies,
+  // rotate_half's neg and cat, an add (5 each; partial rotary alike; MLA then cats the rope part onto Q and K). Two
+  // residual adds (a parallel block's attn + mlp + x too); with dropout (GPT-2, OPT) two residual dropouts and
+  // eager's attention dropout. Attention: one fused kernel and a contiguous() of its output (+ ALiBi's bias into
+  // the mask); eager: matmul, scale, mask, softmax, matmul (bloom's baddbmm takes the bias and scale, then casts).
+  const Arch a = m.arch;
+  const bool eager = attn == AttnImplementation::eager;
+  const int64_t norm = m.norm == Norm::rmsnorm ? 8 : 1;
+  const bool fused_qkv = a == Arch::gpt || a == Arch::gpt_neox || a == Arch::falcon || a == Arch::bloom ||
+                         a == Arch::phi3;
+  int64_t k = 1;  // output projection
+  if (m.mla.enabled())
+    k += (m.mla.q_lora_rank > 0 ? 2 + norm : 1) + 2 + norm;
+  else
+    k += fused_qkv ? 1 : 3;
+  k += m.block_norms * norm + (m.qk_norm ? 2 * norm : 0);
+  if (m.position == Position::rope) k += 2 * 5 + (m.mla.enabled() ? 2 : 0);
+  k += 2 + (m.dropout ? 2 + (eager ? 1 : 0) : 0);
+  k += eager ? 5 : 2 + (m.position == Position::alibi ? 1 : 0);
+  if (!m.moe.enabled()) {
+    // MLP: gate, up, down (phi3's fused gate_up_proj: two GEMMs), SiLU and the gate product; or fc, proj and the
+    // GELU: tanh GELU as written (GPT-2 NewGELU, gptj gelu_new, bloom_gelu_forward) is 8 kernels, nn.GELU or ReLU
+    // one (gpt_neox, falcon, opt).
+    if (m.activation == Activation::swiglu) return k + (a == Arch::phi3 ? 2 : 3) + 2;
+    const bool tanh_as_written = a == Arch::gpt || a == Arch::llama || a == Arch::gptj || a == Arch::bloom;
+    return k + 2 + (tanh_as_written ? 8 : 1);
+  }
+  // A MoE layer's block, eager as HF writes it (modeling_mixtral.py MixtralSparseMoeBlock, qwen2_moe alike): router
+  // GEMM, softmax, top-k, sum, divide, cast, the zeroed output, one_hot, the experts-hit sum, compare and nonzero
+  // (11); DeepSeek-V3's grouped sigmoid router (router_bias; DeepseekV3TopkRouter, DeepseekV3MoE.moe) 23: fp32
+  // casts, sigmoid, bias add, group top-2, sum, group top-k, zeros, scatter, mask expand, not, masked_fill, top-k,
+  // gather, normalise (3), scale, the fp32 output and one_hot. Then a Python loop over the experts hit (a training
+  // batch hits every expert) of 10: where, the rows' and their weights' gathers, gate, up, act, product, down, the
+  // weight multiply, index_add; DeepSeek casts the fp32 sum back (1). The shared expert's five and its add;
+  // Qwen2-MoE's sigmoid gate: GEMM, sigmoid, multiply.
+  const MoeSpec& x = m.moe;
+  k += x.router_bias ? 23 + 1 : 11;
+  k += 10 * x.experts;
+  if (x.shared_experts * x.expert_ffn + x.shared_ffn > 0) k += 5 + 1;
+  if (x.shared_expert_gate) k += 3;
   return k;
 }
 

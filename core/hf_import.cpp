@@ -7,11 +7,11 @@
 
 #include "core/json_reader.h"
 #include "core/model.h"
+#include "core/model_table.h"
 
 namespace zs::core {
 namespace {
 
-const std::vector<std::string> kSupported = {"gpt2", "llama", "mistral", "qwen2"};
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
@@ -54,6 +54,7 @@ void read_gpt2(ObjectReader& r, ModelSpec& m) {
   m.norm = Norm::layernorm;
   m.norm_bias = m.qkv_bias = m.mlp_bias = m.attn_out_bias = true;
   m.position = Position::learned;
+  m.dropout = true;  // resid_pdrop, embd_pdrop, attn_pdrop 0.1 (GPT2Config defaults)
 }
 
 // LlamaConfig and its relatives; `type` picks the defaults each HF class hard-codes.
@@ -102,7 +103,19 @@ Status in_hf_terms(Status s, const std::string& path, const std::string& type) {
   return s;
 }
 
+const std::vector<std::string> kLlamaLike = {"gpt2", "llama", "mistral", "qwen2"};
+
 }  // namespace
+
+const std::vector<std::string>& supported_hf_model_types() {
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> v = kLlamaLike;
+    for (const auto& t : dense_family_types()) v.push_back(t);
+    for (const auto& t : moe_family_types()) v.push_back(t);
+    return v;
+  }();
+  return all;
+}
 
 Result<ModelSpec> import_hf_config(const std::string& path) {
   auto j = read_json_file(path);
@@ -114,18 +127,26 @@ Result<ModelSpec> import_hf_config(const std::string& path) {
     for (auto it = j->begin(); it != j->end(); ++it) r.accept({it.key().c_str()});
   std::string type = r.req_string("model_type");
   if (r.failed()) return r.finish();
-  if (std::find(kSupported.begin(), kSupported.end(), type) == kSupported.end())
-    return bad_input(path + ": model_type: \"" + type + "\" is not supported; supported: " + join(kSupported));
+  const auto& supported = supported_hf_model_types();
+  if (std::find(supported.begin(), supported.end(), type) == supported.end())
+    return bad_input(path + ": model_type: \"" + type + "\" is not supported; supported: " + join(supported));
 
   ModelSpec m;
   m.source = path;
   m.name = model_name(r, path);
   m.description = "imported from HuggingFace config.json (model_type " + type + ")";
-  if (type == "gpt2") {
+  const auto is = [&type](const std::vector<std::string>& types) {
+    return std::find(types.begin(), types.end(), type) != types.end();
+  };
+  if (type == "gpt2")
     read_gpt2(r, m);
-  } else {
+  else if (is(kLlamaLike))
     read_llama_like(r, m, type);
-  }
+  else if (is(moe_family_types()))
+    read_moe_family(r, m, type);
+  else
+    read_dense_family(r, m, type);
+  ZS_TRY(read_quantization_config(r, m.adapter.quant));
   ZS_TRY(r.finish());
   ZS_TRY(in_hf_terms(validate_model(m, path), path, type));
   if (m.head_dim == 0) m.head_dim = m.hidden / m.heads;

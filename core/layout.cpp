@@ -29,8 +29,9 @@ std::vector<ParamLayout> untied_params(const ModelSpec& m) {
     p.module = tensor_module[t];
     p.layer = static_cast<int32_t>(tensors[t].layer);
     p.numel = tensors[t].numel;
+    p.trainable = tensors[t].trainable;
     p.flat_offset = flat;
-    flat += p.numel;
+    if (p.trainable) flat += p.numel;  // the flat model holds the trainable parameters only
     params.push_back(std::move(p));
   }
   return params;
@@ -43,14 +44,15 @@ void set_parts(Layout& l) {
     if (l.stage == 3)
       p.part = ceil_div(p.numel, l.world);
     else if (l.stage >= 1)
-      p.part = ceil_div(p.flat_offset + p.numel, l.world) - ceil_div(p.flat_offset, l.world);
+      p.part = p.trainable ? ceil_div(p.flat_offset + p.numel, l.world) - ceil_div(p.flat_offset, l.world) : 0;
     else
       p.part = p.numel;
   }
   int64_t numel = 0;
   for (const auto& p : l.params) {
-    numel += p.numel;
-    l.partition_elements += p.part;
+    if (p.trainable) numel += p.numel;
+    l.partition_elements += p.optimizer_part();
+    if (!p.trainable) l.frozen_elements += l.stage == 3 ? p.part : p.numel;
   }
   l.flat_partition = ceil_div(numel, l.world);
 }
@@ -86,6 +88,7 @@ void set_lp_homes(Layout& l, const Strategy& s, const std::vector<size_t>& sub_g
     const size_t end = g + 1 < sub_group_first.size() ? sub_group_first[g + 1] : l.params.size();
     int64_t elements = 0, full_aligned = 0;
     for (size_t i = first; i < end; ++i) {
+      if (!l.params[i].trainable) continue;
       elements += l.params[i].part;
       full_aligned += ceil_div(l.params[i].numel, align) * align;
     }
@@ -94,8 +97,10 @@ void set_lp_homes(Layout& l, const Strategy& s, const std::vector<size_t>& sub_g
     some_group_without_flat = some_group_without_flat || !in_flat;
     for (size_t i = first; i < end; ++i) {
       ParamLayout& p = l.params[i];
-      p.lp_in_cpu_flat = in_flat;
-      p.lp_home = !in_flat && p.part * lp >= min_aio ? Tier::nvme : Tier::cpu;
+      // A frozen parameter stays where zero.Init put it: in CPU memory (offload_param cpu), or swapped to NVMe.
+      p.lp_in_cpu_flat = in_flat && p.trainable;
+      const bool off_flat = !p.lp_in_cpu_flat && device == OffloadDevice::nvme;
+      p.lp_home = off_flat && p.part * lp >= min_aio ? Tier::nvme : Tier::cpu;
     }
     if (elements > largest_sub_group) {
       largest_sub_group = elements;
@@ -112,7 +117,7 @@ std::vector<size_t> sub_group_starts(const Layout& l, int64_t sub_group_size) {
   if (l.stage != 3) return starts;
   int64_t acc = 0;
   for (size_t i = 0; i < l.params.size(); ++i) {
-    acc += l.params[i].part;
+    acc += l.params[i].optimizer_part();
     if (sub_group_size < l.partition_elements && acc >= sub_group_size && i + 1 < l.params.size()) {
       starts.push_back(i + 1);
       acc = 0;
@@ -133,7 +138,7 @@ void set_groups(Layout& l, const Strategy& s, Schedule schedule) {
   for (size_t c = 0; c < cuts.size(); ++c) {
     const size_t end = c + 1 < cuts.size() ? cuts[c + 1] : np;
     int64_t elements = 0;
-    for (size_t i = cuts[c]; i < end; ++i) elements += l.params[i].part;
+    for (size_t i = cuts[c]; i < end; ++i) elements += l.params[i].optimizer_part();
     if (l.stage == 3) l.sub_groups.push_back(elements);
   }
   size_t gpu_end = 0;
@@ -154,11 +159,15 @@ void set_groups(Layout& l, const Strategy& s, Schedule schedule) {
     if (g.first >= g.last) continue;
     g.layer = l.params[g.first].layer;
     for (size_t i = g.first; i < g.last; ++i) {
-      g.elements += l.params[i].part;
+      g.elements += l.params[i].optimizer_part();
       if (l.params[i].layer != g.layer) g.layer = -1;
-      l.params[i].group = static_cast<int32_t>(l.groups.size());
+      if (l.params[i].trainable) l.params[i].group = static_cast<int32_t>(l.groups.size());
     }
     g.tier = (!opt_offload || l.stage == 0 || g.first < gpu_end) ? Tier::gpu : offload_tier;
+    if (g.elements == 0) {  // only frozen parameters: nothing to step
+      for (size_t i = g.first; i < g.last; ++i) l.params[i].group = -1;
+      continue;
+    }
     l.groups.push_back(g);
   }
 }
@@ -208,6 +217,10 @@ std::vector<RankSlice> Layout::slices(int64_t rank) const {
       r.count = p.part;
       r.start = rank * p.part;
     } else if (stage >= 1) {
+      if (!p.trainable) {  // whole on every rank, outside the partition buffer
+        r.partition_offset = offset;
+        continue;
+      }
       const int64_t lo = std::max(p.flat_offset, rank * flat_partition);
       const int64_t hi = std::min(p.flat_offset + p.numel, (rank + 1) * flat_partition);
       r.count = std::max<int64_t>(0, hi - lo);

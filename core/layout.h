@@ -32,6 +32,12 @@ struct ParamLayout {
   Tier lp_home = Tier::gpu; // where the 16-bit partition lives between uses (ZeRO-3 offload_param)
   bool lp_in_cpu_flat = false;  // its sub-group sits in the pinned flat CPU buffer (ZeRO-3 offload_param)
   int32_t group = -1;       // optimizer step unit (Layout::groups)
+  // requires_grad. A frozen parameter (a LoRA run's base) has no gradient and no optimizer states: stages 1-2 keep
+  // it whole on every rank outside the flat partition (part 0; stage_1_and_2.py builds bit16_groups from trainable
+  // parameters only), stage 3 partitions it like any other (zero.Init) but leaves it out of the sub-groups
+  // (stage3.py _get_trainable_parameter_groups).
+  bool trainable = true;
+  int64_t optimizer_part() const { return trainable ? part : 0; }  // the elements the optimizer steps
 };
 
 // One optimizer step unit: DeepSpeed's sub-group (stage 3), the whole partition (stages 0-2), or with the overlap
@@ -61,9 +67,10 @@ struct Layout {
   // Where the optimizer states and the 16-bit parameters are offloaded, as DeepSpeed honours the config: stages
   // 1-2 treat offload_optimizer nvme as cpu, offload_param applies to stage 3 only.
   OffloadDevice optimizer_device = OffloadDevice::none, param_device = OffloadDevice::none;
-  int64_t flat_partition = 0;      // S = ceil(P / world); stages 1-2: rank r holds [r·S, (r+1)·S) of the flat
+  int64_t flat_partition = 0;      // S = ceil(P / world) over trainable P; stages 1-2: rank r holds [r·S, (r+1)·S) of the flat
                                    // model (the memory model counts S for stage 3's partitioned items too)
-  int64_t partition_elements = 0;  // Σ part: a rank's partition (stage 3: each parameter padded, ≥ S)
+  int64_t partition_elements = 0;  // Σ optimizer_part: a rank's partition (stage 3: each parameter padded, ≥ S)
+  int64_t frozen_elements = 0;     // a rank's 16-bit elements of frozen parameters (stage 3: partitions; else whole)
   // ZeRO-3 offload_param: the pinned flat CPU buffer of 16-bit partitions (min(partition, max_in_cpu) with nvme),
   // and the pinned swap-out buffer for updated parameters (io-aligned full numels of the largest sub-group; 0 when
   // every sub-group sits in the flat buffer).

@@ -48,12 +48,16 @@ TransientPeak fwd_bwd_peak(const ModelSpec& m, const Strategy& s, const Activati
   std::vector<int64_t> numel;
   for (size_t t = 0; t < tensors.size(); ++t) {
     t2p[t] = tensors[t].tied ? t2p[0] : numel.size();
-    if (!tensors[t].tied) numel.push_back(tensors[t].numel);
+    if (!tensors[t].tied) numel.push_back(tensors[t].trainable ? tensors[t].numel : 0);  // gradient elements
   }
   std::vector<std::vector<size_t>> mparams(modules.size());
+  std::vector<size_t> seen_in(numel.size(), modules.size());  // each module lists a parameter once (tied: wte's)
   for (size_t i = 0; i < modules.size(); ++i)
     for (size_t t : modules[i].tensors)
-      if (std::find(mparams[i].begin(), mparams[i].end(), t2p[t]) == mparams[i].end()) mparams[i].push_back(t2p[t]);
+      if (seen_in[t2p[t]] != i) {
+        seen_in[t2p[t]] = i;
+        mparams[i].push_back(t2p[t]);
+      }
   std::vector<int64_t> first(numel.size(), -1), last(numel.size(), -1);
   for (size_t st = 0; st < trace.size(); ++st)
     if (trace[st].pass == Pass::backward)
@@ -82,16 +86,16 @@ TransientPeak fwd_bwd_peak(const ModelSpec& m, const Strategy& s, const Activati
     if (trace[st].pass == Pass::forward) {
       if (i == 0) act += a.embedding;
       if (i == head) act += a.head_and_loss;
-      if (!ckpt && blast) act += a.per_layer_full;
+      if (!ckpt && blast) act += a.layer_full(l);
       if (ckpt && bfirst && seg_start) {
         act += a.per_layer_checkpoint;
         if (cpu_ckpt) act_free += a.per_layer_checkpoint;  // moved to pinned host memory after the block
       }
     } else if (trace[st].pass == Pass::recompute) {
       const int64_t seg_first = l / segment * segment, seg_last = std::min(seg_first + segment, m.layers) - 1;
-      if (l == seg_last && bfirst) act += (cpu_ckpt ? a.per_layer_checkpoint : 0) + (seg_last - seg_first + 1) * a.per_layer_full;
+      if (l == seg_last && bfirst) act += (cpu_ckpt ? a.per_layer_checkpoint : 0) + a.layers_full(seg_first, seg_last);
     } else {
-      if (bfirst) act_free += a.per_layer_full + (ckpt && seg_start ? a.per_layer_checkpoint : 0);
+      if (bfirst) act_free += a.layer_full(l) + (ckpt && seg_start ? a.per_layer_checkpoint : 0);
       if (i == head) act_free += a.head_and_loss;
       if (i == 0) act_free += a.embedding;
       if (grads_transient)
@@ -146,44 +150,6 @@ std::string format_bytes(int64_t bytes) {
   return buf;
 }
 
-PartitionSizes partition_sizes(const ModelSpec& m, const Strategy& s) {
-  PartitionSizes z;
-  const int64_t world = partition_world(s);
-  const int stage = s.zero.stage;
-  z.params = parameter_count(m);
-  z.partition = stage >= 1 ? ceil_div(z.params, world) : z.params;
-  z.lp_bytes = bytes_per_element(s.model_dtype());
-  z.largest_module = largest_layer_params(m);
-  const auto tensors_p = shared_tensor_table(m);
-  const auto& tensors = *tensors_p;
-  for (const auto& t : tensors) z.largest_param = std::max(z.largest_param, t.numel);
-
-  if (stage < 3) {
-    z.largest_sub_group = z.partition;
-    return z;
-  }
-  // ZeRO-3 partitions each parameter separately; sub-groups close once they reach sub_group_size.
-  const Layout l = make_layout(m, s, Schedule::deepspeed);
-  for (int64_t g : l.sub_groups) z.largest_sub_group = std::max(z.largest_sub_group, g);
-
-  if (s.zero.offload_param.device == OffloadDevice::nvme) {
-    // The layout's homes: the pinned flat CPU buffer (whole sub-groups within max_in_cpu), the sub-groups outside
-    // it swapped to NVMe (io-aligned), their unswappable parameters in CPU memory. zero.Init takes a swap buffer
-    // for every swappable partition before max_in_cpu is looked at, so the buffer_size check covers them all.
-    const int64_t align_numel = aio_aligned_numel(s.aio, z.lp_bytes);
-    const int64_t min_aio = std::max<int64_t>(kMinAioBytes, s.aio.block_size);
-    z.param_partition_in_cpu = l.lp_cpu_flat_elements;
-    for (const auto& p : l.params) {
-      if (p.lp_home == Tier::nvme)
-        z.param_partition_on_nvme += align_up(p.part, align_numel);
-      else if (!p.lp_in_cpu_flat)
-        z.param_partition_in_cpu += p.part;  // too small to swap: stays in CPU memory
-      if (p.part * z.lp_bytes >= min_aio) z.largest_nvme_param_partition = std::max(z.largest_nvme_param_partition, p.part);
-    }
-  }
-  return z;
-}
-
 namespace {
 
 // What every part of the memory model reads: the run's sizes and dtypes, and one Builder per tier (CPU and NVMe
@@ -197,7 +163,7 @@ struct MemoryContext {
   MemoryReport& r;
   Builder gpu, cpu, nvme;
   int stage = 0;
-  int64_t P = 0, p = 0, lp = 0;
+  int64_t P = 0, T = 0, p = 0, F = 0, lp = 0;  // stored, trainable, trainable partition, frozen on this rank
   bool mixed = false;
   int64_t master_b = 4, state_b = 4, gacc_b = 2;
   OffloadDevice opt_dev = OffloadDevice::none, par_dev = OffloadDevice::none;
@@ -210,8 +176,10 @@ struct MemoryContext {
       : m(m_), s(s_), z(s_.zero), layout(make_layout(m_, s_, Schedule::deepspeed)), ps(partition_sizes(m_, s_)),
         r(r_), gpu{r_.tier(Tier::gpu)}, cpu{r_.tier(Tier::cpu)}, nvme{r_.tier(Tier::nvme)} {
     stage = z.stage;
-    P = ps.params;
+    P = ps.stored;
+    T = ps.trainable;
     p = ps.partition;
+    F = ps.frozen_partition;
     lp = ps.lp_bytes;
     mixed = s.model_dtype() != Precision::fp32;
     master_b = (s.fp16.fp16_master_weights_and_grads || s.bf16.bf16_master_weights_and_grads) ? 2 : 4;
@@ -225,26 +193,40 @@ struct MemoryContext {
     dt = to_string(s.model_dtype());
     trace = module_trace(m, s.activation_checkpointing.enabled);
   }
+  int64_t frozen_stored() const { return P - T; }
+  std::string frozen_label() const {
+    const QuantSpec& q = m.adapter.quant;
+    if (!q.enabled()) return dt + " params";
+    return "base: " + to_string(q.kind) + " " + std::to_string(q.bits()) + "-bit packed weights, " + dt + " others";
+  }
 };
 
+// Stages 0-2 keep every 16-bit parameter whole on each GPU; a LoRA run's frozen base among them, quantised or not,
+// with bitsandbytes' quantisation constants beside the packed weights.
+void add_lp_params_whole(MemoryContext& c, const std::string& label) {
+  c.gpu.add("lp_params", label, c.lp * (c.P - c.frozen_stored()));
+  c.gpu.add("lp_params", "frozen " + c.frozen_label() + " (full on every rank; DeepSpeed partitions trainable ones only)",
+            c.lp * c.frozen_stored());
+}
+
 void add_states_stage0(MemoryContext& c) {
-  c.gpu.add("lp_params", c.dt + " params", c.lp * c.P);
-  c.gpu.add("lp_grads", c.dt + " grads", c.lp * c.P);
+  add_lp_params_whole(c, c.dt + " params");
+  c.gpu.add("lp_grads", c.dt + " grads", c.lp * c.T);
   if (c.mixed) {
-    c.gpu.add("fp32_master", "fp32 master params", c.master_b * c.P);
-    c.gpu.add("fp32_grads", "fp32 grads (flat master grads)", 4 * c.P);
+    c.gpu.add("fp32_master", "fp32 master params", c.master_b * c.T);
+    c.gpu.add("fp32_grads", "fp32 grads (flat master grads)", 4 * c.T);
   }
-  c.gpu.add("adam_m_v", "Adam m and v", 2 * c.state_b * c.P);
+  c.gpu.add("adam_m_v", "Adam m and v", 2 * c.state_b * c.T);
 }
 
 // BF16_Optimizer (engine.py _do_optimizer_sanity_check picks it for bf16 + stage 1 + fp32 grad accumulation):
 // flat bf16 params, a full fp32 gradient buffer the backward hooks accumulate into (bf16_optimizer.py
 // _setup_for_real_optimizer), the fp32 master and Adam states of this rank's partition.
 void add_states_bf16_optimizer(MemoryContext& c) {
-  c.gpu.add("lp_params", c.dt + " params (flat, full on every rank)", c.lp * c.P);
+  add_lp_params_whole(c, c.dt + " params (flat, full on every rank)");
   // immediate_grad_update false (the default): the bf16 grads live until backward_epilogue folds them in.
-  c.gpu.add("lp_grads", c.dt + " grads (full, until the backward's end)", c.lp * c.P);
-  c.gpu.add("fp32_grads", "fp32 grad accumulation buffer (full; BF16_Optimizer)", 4 * c.P);
+  c.gpu.add("lp_grads", c.dt + " grads (full, until the backward's end)", c.lp * c.T);
+  c.gpu.add("fp32_grads", "fp32 grad accumulation buffer (full; BF16_Optimizer)", 4 * c.T);
   c.gpu.add("fp32_master", "fp32 master params" + c.part, c.master_b * c.p);
   c.gpu.add("adam_m_v", "Adam m and v" + c.part, 2 * c.state_b * c.p);
 }
@@ -253,8 +235,8 @@ void add_states_stage1_2(MemoryContext& c) {
   if (uses_bf16_optimizer(c.s)) return add_states_bf16_optimizer(c);
   const auto& z = c.z;
   const int64_t lp = c.lp, p = c.p;
-  c.gpu.add("lp_params", c.dt + " params (full on every rank)", lp * c.P);
-  if (c.stage == 1) c.gpu.add("lp_grads", c.dt + " grads (full; stage 1 partitions only optimizer states)", lp * c.P);
+  add_lp_params_whole(c, c.dt + " params (full on every rank)");
+  if (c.stage == 1) c.gpu.add("lp_grads", c.dt + " grads (full; stage 1 partitions only optimizer states)", lp * c.T);
   if (!c.opt_off) {
     if (c.stage == 2) c.gpu.add("lp_grads", c.dt + " grads" + c.part, lp * p);
     c.gpu.add("fp32_grads", "fp32 grads" + c.part, 4 * p);
@@ -286,11 +268,15 @@ void add_zero3_params(MemoryContext& c) {
   const int64_t lp = c.lp;
   if (c.par_dev == OffloadDevice::none) {
     c.gpu.add("lp_params", c.dt + " param partitions" + c.part, lp * c.p);
+    c.gpu.add("lp_params", "frozen param partitions (" + c.frozen_label() + ")" + c.part, lp * c.F);
     return;
   }
   if (c.par_dev == OffloadDevice::cpu) {
-    // The flat CPU buffer is pinned whatever offload_param.pin_memory says (get_accelerator().pin_memory).
+    // The flat CPU buffer is pinned whatever offload_param.pin_memory says (get_accelerator().pin_memory); frozen
+    // partitions stay where zero.Init put them, pinned as offload_param.pin_memory says.
     c.cpu.add("lp_params", c.dt + " param partitions" + c.part + " (offload_param cpu)", lp * c.p, true);
+    c.cpu.add("lp_params", "frozen param partitions (" + c.frozen_label() + ")" + c.part + " (offload_param cpu)", lp * c.F,
+              z.offload_param.pin_memory);
     return;
   }
   c.cpu.add("lp_params", c.dt + " param partitions kept in CPU (flat buffer of max_in_cpu, small partitions)",
@@ -419,6 +405,28 @@ void add_states_zero3(MemoryContext& c) {
   if (contiguous_gradients_in_effect(c.s))  // stage3.py: the IPG buffer exists only with contiguous_gradients
     c.gpu.add("comm_buckets", "IPG reduce-scatter bucket (reduce_bucket_size, communication dtype)",
               bytes_per_element(communication_dtype(c.s)) * z.reduce_bucket_size);
+}
+
+// A LoRA / QLoRA run: bitsandbytes' quantisation constants (not parameters: on every GPU whatever the stage), and
+// what DeepSpeed or bitsandbytes refuse.
+void add_adapter_items(MemoryContext& c) {
+  const QuantSpec& q = c.m.adapter.quant;
+  if (!q.enabled()) return;
+  c.gpu.add("quant_constants",
+            std::string("bitsandbytes quantisation constants (") +
+                (q.kind == QuantKind::int8 ? "int8 row scales" : q.double_quant ? "double-quantised absmax" : "absmax") +
+                ", every GPU)",
+            c.ps.quant_constant_bytes);
+  if (!c.mixed)
+    c.r.problems.push_back("a bitsandbytes-quantised base with fp32 training: QLoRA runs in bf16 or fp16 (set bf16 or "
+                           "fp16 enabled); zerosim does not model fp32 with a quantised base");
+  if (c.stage == 3 && q.kind == QuantKind::int8)
+    c.r.problems.push_back("ZeRO-3 with an 8-bit (LLM.int8) base: DeepSpeed cannot partition Int8Params; use 4-bit "
+                           "with bnb_4bit_quant_storage set to the model dtype, or ZeRO stage 2");
+  else if (c.stage == 3 && q.storage != "bfloat16" && q.storage != "float16" && q.storage != "float32")
+    c.r.problems.push_back("ZeRO-3 with bnb_4bit_quant_storage \"" + q.storage +
+                           "\": zero.Init partitions floating-point parameters only; set bnb_4bit_quant_storage to "
+                           "the model dtype (" + c.dt + ") as PEFT's QLoRA + DeepSpeed ZeRO-3 guide does");
 }
 
 // Activations, gradients and gathered params at the forward/backward peak, and the buffers that live only after
@@ -553,6 +561,7 @@ MemoryReport memory_model(const ModelSpec& m, const Hardware& hw, const Strategy
     add_states_stage1_2(c);
   else
     add_states_zero3(c);
+  add_adapter_items(c);
   add_transients(c, o);
   add_fixed_and_per_node(c, o);
   finish_report(r, hw);

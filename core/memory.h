@@ -57,7 +57,17 @@ bool stores_attention_scores(const MemoryOptions& o, const Strategy& s);
 
 // Activation memory of one micro-batch on one rank (Korthikanti et al. 2022, 16-bit activations).
 struct ActivationBytes {
-  int64_t per_layer_full = 0;      // everything a block saves for backward
+  int64_t per_layer_full = 0;      // everything a block saves for backward (the largest block's)
+  std::vector<int64_t> by_layer;   // each block's own (a MoE model's dense layers, LoRA on some layers differ)
+  int64_t layer_full(int64_t layer) const {
+    return layer >= 0 && static_cast<size_t>(layer) < by_layer.size() ? by_layer[static_cast<size_t>(layer)]
+                                                                       : per_layer_full;
+  }
+  int64_t layers_full(int64_t first, int64_t last) const {  // blocks [first, last]
+    int64_t n = 0;
+    for (int64_t l = first; l <= last; ++l) n += layer_full(l);
+    return n;
+  }
   int64_t per_layer_checkpoint = 0;// the block input kept when checkpointing (2·s·b·h)
   int64_t head_and_loss = 0;       // final norm input, logits, fp32 loss copies
   int64_t embedding = 0;           // embedding output (+ dropout mask)
@@ -67,11 +77,17 @@ struct ActivationBytes {
 ActivationBytes activation_bytes(const ModelSpec& m, const Strategy& s, const MemoryOptions& o);
 
 // Sizes a plan and the memory model agree on (one copy of each truth).
+// A LoRA run trains a few parameters of many: `trainable` elements have gradients and optimizer states, all
+// `stored` elements have 16-bit copies (a quantised weight's packed bytes counted in 16-bit elements).
 struct PartitionSizes {
-  int64_t params = 0;             // P, counted once
-  int64_t partition = 0;          // ceil(P / world) for partitioned states (stage ≥ 1), else P
+  int64_t params = 0;             // parameters as HF counts them, once (num_parameters; adapter included)
+  int64_t stored = 0;             // P: 16-bit elements DeepSpeed stores (== params unless the base is quantised)
+  int64_t trainable = 0;          // T: elements with gradients and optimizer states (== stored without an adapter)
+  int64_t partition = 0;          // ceil(T / world) for partitioned states (stage ≥ 1), else T
+  int64_t frozen_partition = 0;   // a rank's 16-bit elements of frozen parameters (stage 3: partitions; else all)
+  int64_t quant_constant_bytes = 0;  // bitsandbytes absmax / row scales of the quantised weights (not parameters)
   int64_t lp_bytes = 2;           // bytes per model-dtype element
-  int64_t largest_param = 0;      // largest single tensor (numel)
+  int64_t largest_param = 0;      // largest single trainable tensor (numel): the offload gradient staging
   int64_t largest_module = 0;     // DeepSpeed largest_layer_params
   int64_t largest_sub_group = 0;  // largest optimizer sub-group, partition elements
   int64_t param_partition_in_cpu = 0;  // offload_param=nvme: the flat CPU buffer (max_in_cpu) + small partitions

@@ -14,7 +14,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t largest_allreduce_bucket(const ModelSpec& m, int64_t cap) {
   int64_t bucket = 0, largest = 0;
   for (const auto& t : *shared_tensor_table(m)) {
-    if (t.tied) continue;
+    if (t.tied || !t.trainable) continue;
     if (bucket > 0 && bucket + t.numel > cap) bucket = 0;
     bucket += t.numel;
     largest = std::max(largest, bucket);
@@ -30,7 +30,7 @@ int64_t reduce_temporaries_bytes(const ModelSpec& m, const Strategy& s) {
   const auto& z = s.zero;
   if (z.stage == 0 || uses_bf16_optimizer(s)) return 0;
   const int64_t lp = bytes_per_element(s.model_dtype()), comm_b = bytes_per_element(communication_dtype(s));
-  const int64_t bucket = std::min(z.reduce_bucket_size, parameter_count(m));
+  const int64_t bucket = std::min(z.reduce_bucket_size, trainable_parameter_count(m));
   if (z.stage <= 2) return lp * bucket + (comm_b != lp ? comm_b * bucket : 0);
   const bool in_place = contiguous_gradients_in_effect(s) && !z.reduce_scatter;
   int64_t bytes = in_place ? 0 : comm_b * bucket;

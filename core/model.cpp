@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/json_reader.h"
+#include "core/model_table.h"
 #include "core/paths.h"
 
 namespace zs::core {
@@ -17,83 +18,49 @@ int64_t head_dim_of(const ModelSpec& m) {
   return m.heads > 0 ? m.hidden / m.heads : 0;
 }
 
-// Appends tensors in forward order. Names follow the HF checkpoints so a reader can match them against
-// `model.named_parameters()` line by line.
-class TableBuilder {
- public:
-  explicit TableBuilder(const ModelSpec& m) : m_(m) {}
-
-  void add(const std::string& module, const char* leaf, int64_t layer, std::vector<int64_t> shape, bool matmul,
-           bool tied = false) {
-    TensorInfo t;
-    t.name = module + "." + leaf;
-    t.module = module;
-    t.layer = layer;
-    t.numel = 1;
-    for (int64_t d : shape) t.numel *= d;
-    t.shape = std::move(shape);
-    t.is_matmul = matmul;
-    t.tied = tied;
-    out_.push_back(std::move(t));
-  }
-  // A Linear/Conv1D: weight of `shape`, and a bias of `bias_len` when `bias`.
-  void linear(const std::string& module, int64_t layer, std::vector<int64_t> shape, bool bias, int64_t bias_len) {
-    add(module, "weight", layer, std::move(shape), true);
-    if (bias) add(module, "bias", layer, {bias_len}, false);
-  }
-  void norm(const std::string& module, int64_t layer) {
-    add(module, "weight", layer, {m_.hidden}, false);
-    if (m_.norm_bias) add(module, "bias", layer, {m_.hidden}, false);
-  }
-  std::vector<TensorInfo> take() { return std::move(out_); }
-
- private:
-  const ModelSpec& m_;
-  std::vector<TensorInfo> out_;
-};
-
 // GPT-2 (GPT2LMHeadModel without the "transformer." prefix). Conv1D stores weights as [in, out].
 void gpt_tensors(const ModelSpec& m, TableBuilder& b) {
   const int64_t h = m.hidden, q = m.heads * head_dim_of(m), kv = m.kv_heads * head_dim_of(m);
   const int64_t f = m.ffn_hidden;
   // SwiGLU on a GPT layout fuses gate and up into one c_fc, as GPT-2's c_attn fuses q, k and v.
   const int64_t fc = m.activation == Activation::swiglu ? 2 * f : f;
-  b.add("wte", "weight", -1, {m.vocab, h}, false);
-  if (m.position == Position::learned) b.add("wpe", "weight", -1, {m.max_seq_len, h}, false);
+  b.add("wte", "weight", -1, {m.vocab, h}, false, ModuleRole::embedding);
+  if (m.position == Position::learned) b.add("wpe", "weight", -1, {m.max_seq_len, h}, false, ModuleRole::positions);
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string p = "h." + std::to_string(i) + ".";
     b.norm(p + "ln_1", i);
-    b.linear(p + "attn.c_attn", i, {h, q + 2 * kv}, m.qkv_bias, q + 2 * kv);
-    b.linear(p + "attn.c_proj", i, {q, h}, m.attn_out_bias, h);
+    b.linear(p + "attn.c_attn", i, {h, q + 2 * kv}, m.qkv_bias, q + 2 * kv, ModuleRole::qkv);
+    b.linear(p + "attn.c_proj", i, {q, h}, m.attn_out_bias, h, ModuleRole::attn_out);
     b.norm(p + "ln_2", i);
-    b.linear(p + "mlp.c_fc", i, {h, fc}, m.mlp_bias, fc);
-    b.linear(p + "mlp.c_proj", i, {f, h}, m.mlp_bias, h);
+    b.linear(p + "mlp.c_fc", i, {h, fc}, m.mlp_bias, fc, ModuleRole::mlp_in);
+    b.linear(p + "mlp.c_proj", i, {f, h}, m.mlp_bias, h, ModuleRole::mlp_out);
   }
   b.norm("ln_f", -1);
-  b.add("lm_head", "weight", -1, {m.vocab, h}, true, m.tied_embeddings);
+  b.add("lm_head", "weight", -1, {m.vocab, h}, true, ModuleRole::head, m.tied_embeddings);
 }
 
 // LlamaForCausalLM (also Mistral and Qwen2). nn.Linear stores weights as [out, in].
 void llama_tensors(const ModelSpec& m, TableBuilder& b) {
   const int64_t h = m.hidden, q = m.heads * head_dim_of(m), kv = m.kv_heads * head_dim_of(m);
   const int64_t f = m.ffn_hidden;
-  b.add("model.embed_tokens", "weight", -1, {m.vocab, h}, false);
-  if (m.position == Position::learned) b.add("model.embed_positions", "weight", -1, {m.max_seq_len, h}, false);
+  b.add("model.embed_tokens", "weight", -1, {m.vocab, h}, false, ModuleRole::embedding);
+  if (m.position == Position::learned)
+    b.add("model.embed_positions", "weight", -1, {m.max_seq_len, h}, false, ModuleRole::positions);
   for (int64_t i = 0; i < m.layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     b.norm(p + "input_layernorm", i);
-    b.linear(p + "self_attn.q_proj", i, {q, h}, m.qkv_bias, q);
-    b.linear(p + "self_attn.k_proj", i, {kv, h}, m.qkv_bias, kv);
-    b.linear(p + "self_attn.v_proj", i, {kv, h}, m.qkv_bias, kv);
-    b.linear(p + "self_attn.o_proj", i, {h, q}, m.attn_out_bias, h);
+    b.linear(p + "self_attn.q_proj", i, {q, h}, m.qkv_bias, q, ModuleRole::qkv);
+    b.linear(p + "self_attn.k_proj", i, {kv, h}, m.qkv_bias, kv, ModuleRole::qkv);
+    b.linear(p + "self_attn.v_proj", i, {kv, h}, m.qkv_bias, kv, ModuleRole::qkv);
+    b.linear(p + "self_attn.o_proj", i, {h, q}, m.attn_out_bias, h, ModuleRole::attn_out);
     b.norm(p + "post_attention_layernorm", i);
     // HF runs down(act(gate(x)) * up(x)): gate before up.
-    if (m.activation == Activation::swiglu) b.linear(p + "mlp.gate_proj", i, {f, h}, m.mlp_bias, f);
-    b.linear(p + "mlp.up_proj", i, {f, h}, m.mlp_bias, f);
-    b.linear(p + "mlp.down_proj", i, {h, f}, m.mlp_bias, h);
+    if (m.activation == Activation::swiglu) b.linear(p + "mlp.gate_proj", i, {f, h}, m.mlp_bias, f, ModuleRole::mlp_gate);
+    b.linear(p + "mlp.up_proj", i, {f, h}, m.mlp_bias, f, ModuleRole::mlp_in);
+    b.linear(p + "mlp.down_proj", i, {h, f}, m.mlp_bias, h, ModuleRole::mlp_out);
   }
   b.norm("model.norm", -1);
-  b.add("lm_head", "weight", -1, {m.vocab, h}, true, m.tied_embeddings);
+  b.add("lm_head", "weight", -1, {m.vocab, h}, true, ModuleRole::head, m.tied_embeddings);
 }
 
 Status fail_at(const std::string& file, const std::string& key, const std::string& what) {
@@ -109,14 +76,48 @@ Status check_range(const std::string& file, const char* key, int64_t v, int64_t 
 
 }  // namespace
 
+TensorInfo& TableBuilder::add(const std::string& module, const char* leaf, int64_t layer, std::vector<int64_t> shape,
+                              bool matmul, ModuleRole role, bool tied) {
+  TensorInfo t;
+  t.name = module + "." + leaf;
+  t.module = module;
+  t.layer = layer;
+  t.numel = 1;
+  for (int64_t d : shape) t.numel *= d;
+  t.params = t.numel;
+  t.shape = std::move(shape);
+  t.is_matmul = matmul;
+  t.tied = tied;
+  t.role = role;
+  out_.push_back(std::move(t));
+  return out_.back();
+}
+
+void TableBuilder::linear(const std::string& module, int64_t layer, std::vector<int64_t> shape, bool bias,
+                          int64_t bias_len, ModuleRole role) {
+  add(module, "weight", layer, std::move(shape), true, role);
+  if (bias) add(module, "bias", layer, {bias_len}, false, role);
+}
+
+void TableBuilder::norm(const std::string& module, int64_t layer, int64_t width) {
+  const int64_t w = width > 0 ? width : m_.hidden;
+  add(module, "weight", layer, {w}, false, ModuleRole::norm);
+  if (m_.norm_bias) add(module, "bias", layer, {w}, false, ModuleRole::norm);
+}
+
 std::vector<TensorInfo> tensor_table(const ModelSpec& m) {
   TableBuilder b(m);
-  if (m.arch == Arch::gpt) {
+  if (m.arch == Arch::gpt)
     gpt_tensors(m, b);
-  } else {
+  else if (m.arch == Arch::llama)
     llama_tensors(m, b);
-  }
-  return b.take();
+  else if (is_moe_family(m.arch))
+    moe_family_tensors(m, b);
+  else
+    dense_family_tensors(m, b);
+  std::vector<TensorInfo> t = b.take();
+  apply_adapter(m, t);
+  return t;
 }
 
 namespace {
@@ -124,20 +125,50 @@ std::vector<ModuleInfo> modules_of(const std::vector<TensorInfo>& tensors) {
   std::vector<ModuleInfo> out;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorInfo& t = tensors[i];
-    if (out.empty() || out.back().name != t.module) out.push_back(ModuleInfo{t.module, t.layer, 0, {}});
+    if (out.empty() || out.back().name != t.module) out.push_back(ModuleInfo{t.module, t.layer, 0, {}, t.role});
     out.back().direct_params += t.numel;  // tied included: DeepSpeed sums module.parameters(recurse=False)
     out.back().tensors.push_back(i);
   }
   return out;
 }
 
-// What the tables depend on: every field but the name, description and source.
-using ShapeKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, int,
-                            bool, bool, bool, bool, int>;
-ShapeKey shape_key(const ModelSpec& m) {
-  return {static_cast<int>(m.arch), m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn_hidden, m.vocab,
-          m.max_seq_len, m.tied_embeddings, static_cast<int>(m.activation), static_cast<int>(m.norm), m.qkv_bias,
-          m.mlp_bias, m.attn_out_bias, m.norm_bias, static_cast<int>(m.position)};
+// What the tables depend on: every field but the name, description and source (a new ModelSpec field goes here).
+std::string shape_key(const ModelSpec& m) {
+  std::string k;
+  auto put = [&k](auto v) { k += std::to_string(v) + ","; };
+  auto put_list = [&k](const std::vector<std::string>& v) {
+    for (const auto& x : v) k += x + ";";
+    k += "|";
+  };
+  for (int64_t v : {m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim, m.ffn_hidden, m.vocab, m.max_seq_len,
+                    m.block_norms, m.position_offset, m.embed_proj_dim})
+    put(v);
+  for (int v : {static_cast<int>(m.arch), static_cast<int>(m.activation), static_cast<int>(m.norm),
+                static_cast<int>(m.position)})
+    put(v);
+  for (bool v : {m.tied_embeddings, m.qkv_bias, m.mlp_bias, m.attn_out_bias, m.norm_bias, m.dropout,
+                 m.parallel_residual, m.qk_norm, m.embedding_norm, m.head_bias})
+    put(static_cast<int>(v));
+  const MoeSpec& e = m.moe;
+  for (int64_t v : {e.experts, e.top_k, e.expert_ffn, e.shared_experts, e.shared_ffn, e.first_dense_layers,
+                    e.sparse_step, static_cast<int64_t>(e.shared_expert_gate), static_cast<int64_t>(e.router_bias)})
+    put(v);
+  for (int64_t v : e.dense_layers) put(v);
+  const MlaSpec& a = m.mla;
+  for (int64_t v : {a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim}) put(v);
+  const AdapterSpec& ad = m.adapter;
+  put(static_cast<int>(ad.kind));
+  put(ad.lora.r);
+  put(ad.lora.dropout);
+  put(static_cast<int>(ad.lora.all_linear));
+  put(static_cast<int>(ad.lora.use_dora));
+  put_list(ad.lora.target_modules);
+  put_list(ad.lora.modules_to_save);
+  k += ad.lora.bias + "|" + ad.quant.storage + "|";
+  put(static_cast<int>(ad.quant.kind));
+  put(static_cast<int>(ad.quant.double_quant));
+  put_list(ad.quant.skip_modules);
+  return k;
 }
 struct Tables {
   std::shared_ptr<const std::vector<TensorInfo>> tensors;
@@ -145,8 +176,8 @@ struct Tables {
 };
 Tables tables_of(const ModelSpec& m) {
   static std::mutex mu;
-  static std::map<ShapeKey, Tables> cache;
-  const ShapeKey key = shape_key(m);
+  static std::map<std::string, Tables> cache;
+  const std::string key = shape_key(m);
   {
     std::lock_guard<std::mutex> lock(mu);
     if (auto it = cache.find(key); it != cache.end()) return it->second;
@@ -171,6 +202,7 @@ bool ends_with(const std::string& s, const char* suffix) {
 }  // namespace
 
 ModuleRole module_role(const ModuleInfo& mod) {
+  if (mod.role != ModuleRole::none) return mod.role;
   const std::string& n = mod.name;
   if (n == "wte" || n == "model.embed_tokens") return ModuleRole::embedding;
   if (n == "wpe" || n == "model.embed_positions") return ModuleRole::positions;
@@ -187,8 +219,8 @@ ModuleRole module_role(const ModuleInfo& mod) {
 }
 
 const char* to_string(ModuleRole r) {
-  static constexpr const char* kNames[kModuleRoles] = {"none",     "embedding", "positions", "norm",    "qkv",
-                                                       "attn_out", "mlp_in",    "mlp_gate",  "mlp_out", "head"};
+  static constexpr const char* kNames[kModuleRoles] = {"none",     "embedding", "positions", "norm",    "qkv", "attn_out",
+                                                       "mlp_in",   "mlp_gate",  "mlp_out",   "head",    "moe"};
   const auto i = static_cast<size_t>(r);
   return i < static_cast<size_t>(kModuleRoles) ? kNames[i] : "none";
 }
@@ -204,8 +236,22 @@ std::shared_ptr<const std::vector<ModuleInfo>> shared_module_table(const ModelSp
 int64_t parameter_count(const ModelSpec& m) {
   int64_t n = 0;
   for (const auto& t : *shared_tensor_table(m))
-    if (!t.tied) n += t.numel;
+    if (!t.tied) n += t.params;
   return n;
+}
+
+int64_t trainable_parameter_count(const ModelSpec& m) {
+  int64_t n = 0;
+  for (const auto& t : *shared_tensor_table(m))
+    if (!t.tied && t.trainable) n += t.params;
+  return n;
+}
+
+int64_t active_parameter_count(const ModelSpec& m) {
+  double n = 0;
+  for (const auto& t : *shared_tensor_table(m))
+    if (!t.tied) n += static_cast<double>(t.params) * t.token_fraction;
+  return static_cast<int64_t>(n + 0.5);
 }
 
 int64_t largest_layer_params(const ModelSpec& m) {
@@ -217,7 +263,7 @@ int64_t largest_layer_params(const ModelSpec& m) {
 int64_t block_params(const ModelSpec& m) {
   int64_t n = 0;
   for (const auto& t : *shared_tensor_table(m))
-    if (t.layer == 0) n += t.numel;
+    if (t.layer == 0) n += t.params;
   return n;
 }
 
@@ -225,19 +271,26 @@ int64_t embedding_params(const ModelSpec& m) {
   int64_t n = 0;
   // Outside the blocks, the 2-D tensors are the embeddings and the head; the 1-D ones are the final norm.
   for (const auto& t : *shared_tensor_table(m))
-    if (t.layer < 0 && t.shape.size() == 2 && !t.tied) n += t.numel;
+    if (t.layer < 0 && t.shape.size() == 2 && !t.tied) n += t.params;
   return n;
 }
 
 FlopsPerToken flops_per_token(const ModelSpec& m, int64_t seq_len) {
   FlopsPerToken f;
-  double matmul_numel = 0;
   // A tied head still runs its GEMM: tied saves memory, not compute.
-  for (const auto& t : *shared_tensor_table(m))
-    if (t.is_matmul) matmul_numel += static_cast<double>(t.numel);
-  f.forward_gemm = 2.0 * matmul_numel;
-  f.forward_attention = 4.0 * static_cast<double>(m.layers) * static_cast<double>(seq_len) *
-                        static_cast<double>(m.heads) * static_cast<double>(head_dim_of(m));
+  for (const auto& t : *shared_tensor_table(m)) {
+    if (!t.is_matmul) continue;
+    const double flops = 2.0 * static_cast<double>(t.params) * t.token_fraction;
+    f.forward_gemm += flops;
+    if (!t.trainable) f.frozen_gemm += flops;
+  }
+  // QKᵀ over the query/key head dim, AV over the value head dim: both heads·head_dim, except under DeepSeek's MLA
+  // (queries and keys of qk_nope + qk_rope, values of v_head_dim).
+  const double qk_dim = m.mla.enabled() ? static_cast<double>(m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim)
+                                        : static_cast<double>(head_dim_of(m));
+  const double v_dim = m.mla.enabled() ? static_cast<double>(m.mla.v_head_dim) : static_cast<double>(head_dim_of(m));
+  f.forward_attention = 2.0 * static_cast<double>(m.layers) * static_cast<double>(seq_len) *
+                        static_cast<double>(m.heads) * (qk_dim + v_dim);
   return f;
 }
 
@@ -298,6 +351,7 @@ Result<ModelSpec> load_model_file(const std::string& path) {
   m.mlp_bias = r.boolean({"mlp_bias"}, m.arch == Arch::gpt);
   m.attn_out_bias = r.boolean({"attn_out_bias"}, m.arch == Arch::gpt);
   m.norm_bias = r.boolean({"norm_bias"}, m.norm == Norm::layernorm);
+  m.dropout = r.boolean({"dropout"}, m.arch == Arch::gpt);  // GPT-2's 0.1; the LLaMA family trains without
   m.description = r.string({"description"}, "");
   ZS_TRY(r.finish());
   ZS_TRY(validate_model(m, path));
@@ -339,12 +393,43 @@ std::string model_to_json(const ModelSpec& m) {
   j["mlp_bias"] = m.mlp_bias;
   j["attn_out_bias"] = m.attn_out_bias;
   j["norm_bias"] = m.norm_bias;
+  j["dropout"] = m.dropout;
   return j.dump(2) + "\n";
 }
 
-std::string to_string(Arch a) { return a == Arch::llama ? "llama" : "gpt"; }
+std::string to_string(Arch a) {
+  switch (a) {
+    case Arch::gpt: return "gpt";
+    case Arch::llama: return "llama";
+    case Arch::gemma: return "gemma";
+    case Arch::gemma2: return "gemma2";
+    case Arch::gemma3: return "gemma3_text";
+    case Arch::phi3: return "phi3";
+    case Arch::qwen3: return "qwen3";
+    case Arch::gpt_neox: return "gpt_neox";
+    case Arch::falcon: return "falcon";
+    case Arch::gptj: return "gptj";
+    case Arch::opt: return "opt";
+    case Arch::bloom: return "bloom";
+    case Arch::mixtral: return "mixtral";
+    case Arch::qwen2_moe: return "qwen2_moe";
+    case Arch::qwen3_moe: return "qwen3_moe";
+    case Arch::deepseek_v2: return "deepseek_v2";
+    case Arch::deepseek_v3: return "deepseek_v3";
+  }
+  return "?";
+}
+
+std::string engine_refusal(const ModelSpec& m) {
+  if (m.arch != Arch::gpt && m.arch != Arch::llama)
+    return "the engine trains the gpt and llama layouts (GPT-2, LLaMA, Mistral, Qwen2); " + to_string(m.arch) +
+           " is modelled by fit and simulate only";
+  if (m.adapter.lora_enabled() || m.adapter.quant.enabled())
+    return "the engine trains full fine-tunes only; a LoRA or quantised model is modelled by fit and simulate only";
+  return "";
+}
 std::string to_string(Activation a) { return a == Activation::swiglu ? "swiglu" : "gelu"; }
 std::string to_string(Norm n) { return n == Norm::rmsnorm ? "rmsnorm" : "layernorm"; }
-std::string to_string(Position p) { return p == Position::rope ? "rope" : "learned"; }
+std::string to_string(Position p) { return p == Position::rope ? "rope" : p == Position::alibi ? "alibi" : "learned"; }
 
 }  // namespace zs::core

@@ -67,11 +67,16 @@ void assign_params(CoordinatorReplay& r, const ModelSpec& m, const ZeroConfig& z
   // Persistent parameters are gathered once and never swapped again (DeepSpeed releases their swap buffers).
   for (size_t id = 0; id < r.params.size() && id < swap.on_nvme.size(); ++id)
     r.params[id].on_nvme = swap.on_nvme[id] && !r.params[id].persistent;
-  for (const auto& mod : modules) {
+  // A module lists a parameter once (a tied head is the embedding's): `seen_in` marks the module that took it, so a
+  // MoE block's hundreds of tensors cost no quadratic search.
+  std::vector<size_t> seen_in(r.params.size(), modules.size());
+  for (size_t i = 0; i < modules.size(); ++i) {
     std::vector<size_t> ids;
-    for (size_t t : mod.tensors) {
-      size_t id = tensor_to_param[t];
-      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    for (size_t t : modules[i].tensors) {
+      const size_t id = tensor_to_param[t];
+      if (seen_in[id] == i) continue;
+      seen_in[id] = i;
+      ids.push_back(id);
     }
     r.module_params.push_back(std::move(ids));
   }
@@ -92,6 +97,7 @@ struct Replayer {
   std::vector<char> inflight;  // all-gather issued, not yet waited on by a module (InflightParamRegistry)
   std::vector<char> swapped;   // NVMe partition held in a swap buffer (swapped in, not yet released)
   std::vector<int64_t> most_recent_fetched_for;
+  std::vector<int64_t> release_mark;  // release(): the step whose candidate a parameter is, else -1
   int64_t n_available = 0, numel_in_flight = 0, buffers_used = 0;
   bool nvme = false;
 
@@ -104,6 +110,7 @@ struct Replayer {
     inflight.assign(n, 0);
     swapped.assign(n, 0);
     most_recent_fetched_for.assign(n, -1);
+    release_mark.assign(n, -1);
     nvme = std::any_of(r.params.begin(), r.params.end(), [](const CoordParam& p) { return p.on_nvme; });
     r.steps.resize(trace.size());
   }
@@ -190,12 +197,12 @@ struct Replayer {
   //    buffers are free (only inside the prefetch branch, so not with prefetch_bucket_size 0).
   void prefetch_nvme(CoordinatorStep& out) {
     int64_t considered = 0;
+    std::unordered_set<size_t> picked_for_nvme;
     for (const InTrace& e : queue) {
       if (considered > 2 * numel_in_flight ||
           static_cast<int64_t>(out.nvme_prefetch.size()) >= swap.buffer_count - buffers_used)
         break;
-      if (on_nvme_now(e.param) &&
-          std::find(out.nvme_prefetch.begin(), out.nvme_prefetch.end(), e.param) == out.nvme_prefetch.end())
+      if (on_nvme_now(e.param) && picked_for_nvme.insert(e.param).second)
         out.nvme_prefetch.push_back(e.param);
       considered += r.params[e.param].numel;
     }
@@ -208,17 +215,28 @@ struct Replayer {
   void release(size_t s, CoordinatorStep& out, const std::vector<size_t>& mparams) {
     // DeepSpeed releases with step_id already incremented (s + 1).
     const auto step_id = static_cast<int64_t>(s + 1);
-    std::vector<size_t> releasing;
+    // Candidates are stamped with this step in `release_mark`: a reuse within the distance clears the stamp (a MoE
+    // block has hundreds of parameters, so no search per reuse).
+    const auto stamp = static_cast<int64_t>(s);
+    int64_t candidates = 0;
     for (size_t id : mparams)
-      if (!r.params[id].persistent && most_recent_fetched_for[id] <= step_id) releasing.push_back(id);
+      if (!r.params[id].persistent && most_recent_fetched_for[id] <= step_id) {
+        release_mark[id] = stamp;
+        ++candidates;
+      }
     int64_t traversed = 0;
-    for (size_t k = s + 1; k < trace.size() && traversed < z.max_reuse_distance && !releasing.empty(); ++k) {
+    for (size_t k = s + 1; k < trace.size() && traversed < z.max_reuse_distance && candidates > 0; ++k) {
       for (size_t id : r.module_params[trace[k].module]) {
-        releasing.erase(std::remove(releasing.begin(), releasing.end(), id), releasing.end());
+        if (release_mark[id] == stamp) {
+          release_mark[id] = -1;
+          --candidates;
+        }
         traversed += r.params[id].numel;
       }
     }
-    for (size_t id : releasing) {
+    for (size_t id : mparams) {
+      if (release_mark[id] != stamp) continue;
+      release_mark[id] = -1;
       if (!available[id]) continue;
       available[id] = 0;
       n_available -= r.params[id].numel;

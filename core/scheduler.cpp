@@ -53,10 +53,14 @@ Context::Context(const ModelSpec& m_, const Hardware& hw_, const Strategy& s_, c
   opt_offload = opt_dev != OffloadDevice::none;
   std::vector<size_t> tensor_to_param(tensors.size(), 0);
   for (size_t t = 0, next = 0; t < tensors.size(); ++t) tensor_to_param[t] = tensors[t].tied ? tensor_to_param[0] : next++;
-  for (const auto& mod : modules) {
+  std::vector<size_t> seen_in(params.size(), modules.size());  // each module lists a parameter once (tied: wte's)
+  for (size_t i = 0; i < modules.size(); ++i) {
     std::vector<size_t> ids;
-    for (size_t t : mod.tensors)
-      if (std::find(ids.begin(), ids.end(), tensor_to_param[t]) == ids.end()) ids.push_back(tensor_to_param[t]);
+    for (size_t t : modules[i].tensors)
+      if (seen_in[tensor_to_param[t]] != i) {
+        seen_in[tensor_to_param[t]] = i;
+        ids.push_back(tensor_to_param[t]);
+      }
     module_params.push_back(std::move(ids));
   }
 
@@ -78,6 +82,7 @@ Context::Context(const ModelSpec& m_, const Hardware& hw_, const Strategy& s_, c
   for (size_t st = 0; st < trace.size(); ++st) {
     if (trace[st].pass != Pass::backward) continue;
     for (size_t p : module_params[trace[st].module]) {
+      if (!params[p].trainable) continue;  // a frozen parameter gets no gradient
       if (first[p] < 0) first[p] = static_cast<int64_t>(st);
       last[p] = static_cast<int64_t>(st);
     }
@@ -153,13 +158,13 @@ void add_tensors(const Context& cx, Plan& p) {
           t.pinned = t.home == Tier::cpu && cx.s.zero.offload_param.pin_memory;
           break;
         case TensorKind::lp_grad:
-          t.numel = cx.stage >= 2 ? prm.part : prm.numel;
+          t.numel = !prm.trainable ? 0 : cx.stage >= 2 ? prm.part : prm.numel;
           t.home = (cx.stage == 3 && cx.opt_offload) ? Tier::cpu : Tier::gpu;
           t.bytes = cx.gacc_b * t.numel;
           t.pinned = t.home == Tier::cpu;
           break;
         default:
-          t.numel = prm.part;
+          t.numel = prm.optimizer_part();
           t.home = opt_tier;
           t.bytes = t.numel * (k == TensorKind::fp32_master ? cx.master_b
                                : k == TensorKind::fp32_grad  ? 4
@@ -177,7 +182,7 @@ void add_tensors(const Context& cx, Plan& p) {
     t.name = l < cx.m.layers ? "layer." + std::to_string(l) + ".activations"
              : l == cx.m.layers ? "embedding.activations"
                                 : "head_and_loss.activations";
-    t.bytes = l < cx.m.layers ? (cx.ckpt ? cx.act.per_layer_checkpoint : cx.act.per_layer_full)
+    t.bytes = l < cx.m.layers ? (cx.ckpt ? cx.act.per_layer_checkpoint : cx.act.layer_full(l))
               : l == cx.m.layers ? cx.act.embedding
                                  : cx.act.head_and_loss;
     t.numel = t.bytes / cx.lp;

@@ -32,6 +32,7 @@ struct StepInfo {
 struct ComputeCost {
   double gemm_flops = 0;
   double attention_flops = 0;  // of gemm_flops
+  double frozen_gemm_flops = 0;  // of gemm_flops: frozen weights' GEMMs (their backward has no weight gradient)
   int64_t mem_bound_bytes = 0;
   ModuleRole role = ModuleRole::none;
 };

@@ -118,7 +118,7 @@ class GroupEmitter {
   // Stage 1-2 parameter all-gather (all_gather_dp_groups): the flat lp buffer in allgather_bucket_size shards.
   void allgather_params(size_t first, size_t last, std::vector<uint32_t> deps, bool sharded) {
     int64_t full = 0;
-    for (size_t p = first; p < last; ++p) full += cx_.params[p].numel;
+    for (size_t p = first; p < last; ++p) full += cx_.params[p].trainable ? cx_.params[p].numel : 0;
     int64_t shards = 1;
     if (sharded) shards = std::max<int64_t>(1, full / std::max<int64_t>(1, cx_.s.zero.allgather_bucket_size));
     const int64_t per = (full + shards - 1) / shards;
@@ -126,7 +126,10 @@ class GroupEmitter {
     for (int64_t k = 0; k < shards && p < last; ++k) {
       const size_t lo = p;
       int64_t n = 0;
-      while (p < last && (n < per || k + 1 == shards)) n += cx_.params[p++].numel;
+      while (p < last && (n < per || k + 1 == shards)) {
+        n += cx_.params[p].trainable ? cx_.params[p].numel : 0;  // frozen parameters are not in the flat buffer
+        ++p;
+      }
       Op ag = make_op(OpKind::allgather, Purpose::gather_updated_params, Stream::comm, Phase::optimizer, micro_, -1);
       ag.bytes = cx_.lp * n;
       ag.group_ranks = static_cast<int32_t>(cx_.world);

@@ -192,7 +192,7 @@ class MicroStep {
     if (ts.pass == Pass::forward) {
       if (i == 0) d.gpu_alloc += a.embedding;
       if (i == last_module) d.gpu_alloc += a.head_and_loss;
-      if (!cx_.ckpt && last_of_block) d.gpu_alloc += a.per_layer_full;
+      if (!cx_.ckpt && last_of_block) d.gpu_alloc += a.layer_full(l);
       if (cx_.ckpt && first_of_block && seg_start) {
         d.gpu_alloc += a.per_layer_checkpoint;
         if (cx_.cpu_ckpt) ckpt_move(OpKind::d2h, after, Phase::forward);
@@ -202,11 +202,11 @@ class MicroStep {
       const int64_t seg_last = std::min(seg_first + cx_.segment, cx_.m.layers) - 1;
       if (l == seg_last && first_of_block) {
         if (cx_.cpu_ckpt) ckpt_move(OpKind::h2d, before, Phase::backward);
-        d.gpu_alloc += (seg_last - seg_first + 1) * a.per_layer_full;
+        d.gpu_alloc += a.layers_full(seg_first, seg_last);
       }
     } else {
       if (first_of_block) {
-        d.gpu_free += a.per_layer_full;
+        d.gpu_free += a.layer_full(l);
         if (cx_.ckpt && seg_start) {
           d.gpu_free += a.per_layer_checkpoint;
           if (cx_.cpu_ckpt) d.cpu_free += a.per_layer_checkpoint * cx_.n_local;
@@ -234,7 +234,9 @@ class MicroStep {
     }
     Op c = make_op(k, Purpose::compute, Stream::compute, ph, st_.micro, layer);
     const double mult = k == OpKind::backward ? 2.0 : 1.0;
-    c.gemm_flops = cx_.forward_cost[i].gemm_flops * mult;
+    // A frozen weight's backward computes only the input gradient: one GEMM, not two.
+    c.gemm_flops = cx_.forward_cost[i].gemm_flops * mult -
+                   (k == OpKind::backward ? cx_.forward_cost[i].frozen_gemm_flops : 0.0);
     c.attention_flops = cx_.forward_cost[i].attention_flops * mult;
     c.mem_bound_bytes = static_cast<int64_t>(static_cast<double>(cx_.forward_cost[i].mem_bound_bytes) * mult);
     c.role = cx_.forward_cost[i].role;
@@ -548,6 +550,7 @@ class MicroStep {
     };
     const int64_t temporaries = ipg ? reduce_temporaries(+1, -1) : -1;
     for (size_t p = 0; p < cx_.np(); ++p) {
+      if (!cx_.params[p].trainable) continue;
       if (!b.empty() && elems + cx_.params[p].numel > cap) emit_bucket();
       b.push_back(p);
       elems += cx_.params[p].numel;

@@ -298,7 +298,7 @@ TEST_CASE("NVMe capacity binds when the drives are too small", "[memory]") {
 
 TEST_CASE("every shipped model x hardware x config evaluates", "[memory]") {
   for (const auto& mp : shipped_inputs(InputKind::model)) {
-    auto m = load_model_file(mp);
+    auto m = load_model_any(mp);
     REQUIRE(m.ok());
     for (const auto& hp : shipped_inputs(InputKind::hardware)) {
       auto h = load_hardware_file(hp);

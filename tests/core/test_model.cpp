@@ -91,6 +91,14 @@ TEST_CASE("shipped models have their exact parameter counts", "[model]") {
       {"llama2-7b", 6'738'415'616},
       {"llama2-13b", 13'015'864'320},
       {"llama2-70b", 68'976'648'192},
+      {"llama3-8b", 8'030'261'248},
+      {"llama3-8b-bnb-4bit", 8'030'261'248},
+      {"llama2-7b-bnb-4bit", 6'738'415'616},
+      {"mixtral-8x7b", 46'702'792'704},
+      {"qwen3-30b-a3b", 30'532'122'624},
+      {"gemma-2-9b", 9'241'705'984},
+      {"qwen3-8b", 8'190'735'360},
+      {"phi-3-mini", 3'821'079'552},
   };
   for (const auto& [name, count] : expected) {
     INFO(name);
@@ -101,7 +109,7 @@ TEST_CASE("shipped models have their exact parameter counts", "[model]") {
   // Every shipped file is in the table above, and each is named after its file.
   for (const auto& path : shipped_inputs(InputKind::model)) {
     INFO(path);
-    ModelSpec m = must(load_model_file(path));
+    ModelSpec m = must(load_model_any(path));
     CHECK(m.name == fs::path(path).stem().string());
     CHECK(expected.count(m.name) == 1);
   }
@@ -178,15 +186,16 @@ TEST_CASE("largest_layer_params is DeepSpeed's biggest module", "[model]") {
 TEST_CASE("tensor and module tables add up to the parameter count", "[model]") {
   for (const auto& path : shipped_inputs(InputKind::model)) {
     INFO(path);
-    ModelSpec m = must(load_model_file(path));
+    ModelSpec m = must(load_model_any(path));
     auto tensors = tensor_table(m);
     int64_t untied = 0, all = 0;
     for (const auto& t : tensors) {
       int64_t prod = 1;
       for (int64_t d : t.shape) prod *= d;
-      CHECK(prod == t.numel);
+      CHECK(prod == t.params);  // logical elements; numel is the storage (a 4-bit weight's is params / 4)
+      CHECK(t.numel == (t.quant_bits == 4 ? (t.params + 3) / 4 : t.params));
       all += t.numel;
-      if (!t.tied) untied += t.numel;
+      if (!t.tied) untied += t.params;
     }
     CHECK(untied == parameter_count(m));
     int64_t by_module = 0;
@@ -414,8 +423,10 @@ TEST_CASE("bad zerosim model files name the file, key and what is allowed", "[mo
 TEST_CASE("bad HF configs name the file and HF's key", "[model][hf][errors]") {
   SECTION("unsupported model_type") {
     std::string p = kHf + "bert-base-uncased.json";
-    CHECK(error_of(import_hf_config(p)) ==
-          p + ": model_type: \"bert\" is not supported; supported: gpt2, llama, mistral, qwen2");
+    const std::string msg = error_of(import_hf_config(p));
+    CHECK_THAT(msg, Catch::StartsWith(p + ": model_type: \"bert\" is not supported; supported: gpt2, llama, mistral, "
+                                          "qwen2, "));
+    for (const auto& type : supported_hf_model_types()) CHECK_THAT(msg, Catch::Contains(type));
     CHECK(error_of(load_model_any(p)) == error_of(import_hf_config(p)));
   }
   SECTION("missing required key") {

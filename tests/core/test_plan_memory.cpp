@@ -15,7 +15,7 @@ TEST_CASE("plan peaks equal fit's per tier for every shipped model x hardware x 
   std::string worst_case;
   int n = 0;
   for (const auto& mp : shipped_inputs(InputKind::model)) {
-    auto m = load_model_file(mp);
+    auto m = load_model_any(mp);
     REQUIRE(m.ok());
     for (const auto& hp : shipped_inputs(InputKind::hardware)) {
       auto h = load_hardware_file(hp);
