@@ -68,6 +68,33 @@ json deepspeed_estimate_json(const Inputs& in, const core::MemoryReport& r, std:
   if (z.offload_optimizer.device == core::OffloadDevice::nvme || z.offload_param.device == core::OffloadDevice::nvme)
     j["note"] = "the estimator has no NVMe rows: nvme is shown as its cpu row";
   if (j["row"].is_null()) j["note"] = "the estimator skips this offload combination";
+  if (r.sizes.trainable < r.sizes.stored && !j["row"].is_null()) {
+    // estimate_zero*_model_states_mem_needs takes one parameter count and trains all of it.
+    j["note"] = "the estimator trains every parameter: it knows no frozen base or adapter";
+    *human += " (it trains every parameter; this run trains " + std::to_string(r.sizes.trainable) + ")";
+  }
+  return j;
+}
+
+json adapter_json(const core::ModelSpec& m) {
+  const core::AdapterSpec& a = m.adapter;
+  json j;
+  j["kind"] = a.lora_enabled() ? "lora" : "none";
+  if (a.lora_enabled()) {
+    j["r"] = a.lora.r;
+    j["lora_alpha"] = a.lora.alpha;
+    j["lora_dropout"] = a.lora.dropout;
+    j["target_modules"] = a.lora.all_linear ? json("all-linear") : json(a.lora.target_modules);
+    j["modules_to_save"] = a.lora.modules_to_save;
+    j["bias"] = a.lora.bias;
+    j["use_dora"] = a.lora.use_dora;
+    j["file"] = a.lora.source;
+  }
+  if (a.quant.enabled())
+    j["quantization"] = {{"kind", core::to_string(a.quant.kind)},
+                         {"bits", a.quant.bits()},
+                         {"double_quant", a.quant.double_quant},
+                         {"storage", a.quant.storage}};
   return j;
 }
 
@@ -77,7 +104,13 @@ json fit_json(const Inputs& in, const core::MemoryReport& r, const std::vector<c
   j["verdict"] = core::to_string(core::verdict(r));  // fits | tight (under 3% headroom) | does_not_fit
   j["deepspeed_version"] = core::to_string(in.strategy.run.deepspeed_version);  // the release whose behaviour is modelled
   j["binding_tier"] = r.binding ? json(core::to_string(*r.binding)) : json(nullptr);
-  j["model"] = {{"name", in.model.name}, {"params", r.sizes.params}, {"largest_layer_params", r.sizes.largest_module}};
+  j["model"] = {{"name", in.model.name},
+                {"family", core::to_string(in.model.arch)},
+                {"params", r.sizes.params},
+                {"trainable_params", core::trainable_parameter_count(in.model)},
+                {"active_params", core::active_parameter_count(in.model)},
+                {"largest_layer_params", r.sizes.largest_module}};
+  if (in.model.adapter.lora_enabled() || in.model.adapter.quant.enabled()) j["model"]["adapter"] = adapter_json(in.model);
   j["hardware"] = {{"name", in.hardware.name}, {"file", in.hardware.file}};
   j["run"] = {{"nodes", in.strategy.run.nodes},
               {"gpus_per_node", in.strategy.run.gpus_per_node},
@@ -109,7 +142,7 @@ json fit_json(const Inputs& in, const core::MemoryReport& r, const std::vector<c
 void print_human(const Inputs& in, const core::MemoryReport& r, const std::vector<core::Suggestion>& sug,
                  const std::string& est_line) {
   const auto& s = in.strategy;
-  std::printf("%s (%.2fB params) on %s: %lld node x %lld GPU, %s\n", in.model.name.c_str(), r.sizes.params / 1e9,
+  std::printf("%s (%s) on %s: %lld node x %lld GPU, %s\n", in.model.name.c_str(), core::parameter_summary(in.model).c_str(),
               in.hardware.name.c_str(), static_cast<long long>(s.run.nodes), static_cast<long long>(s.run.gpus_per_node),
               s.source.c_str());
   std::printf("ZeRO-%d, optimizer %s, params %s, %s, %s, micro batch %lld, GA %lld%s; as DeepSpeed %s\n",

@@ -15,16 +15,18 @@ namespace zs::cli {
 
 void add_list(CLI::App& app, int& exit_code) {
   app.add_subcommand("models", "list shipped models")->callback([&exit_code] {
-    std::printf("%-14s %16s %7s %7s %6s %7s  %s\n", "name", "params", "layers", "hidden", "heads", "vocab", "largest layer");
+    std::printf("%-20s %-12s %16s %16s %7s %7s %6s %7s  %s\n", "name", "family", "params", "active", "layers", "hidden",
+                "heads", "vocab", "largest layer");
     for (const auto& p : core::shipped_inputs(core::InputKind::model)) {
-      auto m = core::load_model_file(p);
+      auto m = core::load_model_any(p);  // zerosim's format or an HF config.json
       if (!m) {
         std::cerr << m.error().message << "\n";
         exit_code = 2;
         continue;
       }
-      std::printf("%-14s %16lld %7lld %7lld %6lld %7lld  %lld\n", std::filesystem::path(p).stem().c_str(),
-                  static_cast<long long>(core::parameter_count(*m)), static_cast<long long>(m->layers),
+      std::printf("%-20s %-12s %16lld %16lld %7lld %7lld %6lld %7lld  %lld\n", std::filesystem::path(p).stem().c_str(),
+                  core::to_string(m->arch).c_str(), static_cast<long long>(core::parameter_count(*m)),
+                  static_cast<long long>(core::active_parameter_count(*m)), static_cast<long long>(m->layers),
                   static_cast<long long>(m->hidden), static_cast<long long>(m->heads), static_cast<long long>(m->vocab),
                   static_cast<long long>(core::largest_layer_params(*m)));
     }

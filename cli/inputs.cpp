@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 
 #include "core/json_reader.h"
@@ -15,9 +16,13 @@ namespace zs::cli {
 void add_input_flags(CLI::App& sub, InputFlags& f, bool model_required) {
   auto* m =
       sub.add_option("-m,--model", f.model,
-                     "model: shipped name (zerosim models), models/*.json, a HF config.json, or a HF model folder "
-                     "holding config.json");
+                     "model: shipped name (zerosim models), models/*.json, a HF config.json, a HF model folder "
+                     "holding config.json, or a model id ORG/NAME in the local HF cache ($HF_HUB_CACHE, $HF_HOME/hub, "
+                     "~/.cache/huggingface/hub; no download)");
   if (model_required) m->required();
+  sub.add_option("--peft", f.peft,
+                 "PEFT adapter_config.json (peft_type LORA), or a folder holding one: train a LoRA adapter on the frozen model; with a model "
+                 "whose config.json has a bitsandbytes quantization_config, QLoRA");
   sub.add_option("--hardware", f.hardware, "hardware profile: shipped name (zerosim hardware) or path")
       ->capture_default_str();
   sub.add_option("-c,--ds-config", f.ds_config,
@@ -118,6 +123,23 @@ core::Error with_set_context(core::Error e, const InputFlags& f, const std::vect
 
 }  // namespace
 
+core::Result<core::ModelSpec> load_model_with_adapter(const std::string& model, const std::string& peft) {
+  auto m = core::load_model(model);
+  if (!m) return m.error();
+  if (!peft.empty()) {
+    // An adapter folder (save_pretrained's, a Trainer checkpoint) holds adapter_config.json.
+    std::error_code ec;
+    const bool folder = std::filesystem::is_directory(peft, ec);
+    auto lora = core::load_peft_config(folder ? (std::filesystem::path(peft) / "adapter_config.json").string() : peft);
+    if (!lora) return lora.error();
+    m->adapter.kind = core::AdapterKind::lora;
+    m->adapter.lora = std::move(*lora);
+  }
+  // A quantised base without an adapter, LoRA targets that match no layer: refused as PEFT and transformers would.
+  if (auto st = core::validate_adapter(*m); !st.ok()) return st;
+  return m;
+}
+
 core::Result<Inputs> load_inputs(const InputFlags& f) {
   std::vector<core::ConfigChange> sets;
   for (const auto& text : f.set) {
@@ -127,7 +149,7 @@ core::Result<Inputs> load_inputs(const InputFlags& f) {
   }
   if (f.bf16 && f.fp16) return core::bad_input("--bf16 and --fp16 exclude each other");
   Inputs in;
-  auto m = core::load_model(f.model);
+  auto m = load_model_with_adapter(f.model, f.peft);
   if (!m) return m.error();
   in.model = std::move(*m);
   auto h = core::load_hardware(f.hardware);
@@ -198,6 +220,7 @@ std::string run_setting_flags(const InputFlags& f) {
     return q + "'";
   };
   std::string out;
+  if (!f.peft.empty()) out += " --peft " + quoted(f.peft);
   if (f.bf16) out += " --bf16";
   if (f.fp16) out += " --fp16";
   for (const auto& t : f.set) out += " --set " + quoted(t);
@@ -234,7 +257,7 @@ core::Provenance provenance_for(const Inputs& in, const std::string& command_lin
   pv.command_line = command_line;
   pv.created_utc = utc_now();
   pv.git_commit = ZEROSIM_GIT_COMMIT;
-  for (const std::string& f : {in.model.source, in.hardware.file, in.strategy.source})
+  for (const std::string& f : {in.model.source, in.model.adapter.lora.source, in.hardware.file, in.strategy.source})
     if (!f.empty()) pv.input_hashes.push_back({f, file_hash(f)});
   pv.versions.push_back({"zerosim", ZEROSIM_VERSION});
 #ifdef ZEROSIM_SIMGRID_VERSION

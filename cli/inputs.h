@@ -20,6 +20,7 @@ namespace zs::cli {
 
 struct InputFlags {
   std::string model;
+  std::string peft;  // PEFT adapter_config.json: train a LoRA adapter on the frozen (possibly quantised) model
   std::string hardware = "dgx2";
   std::string ds_config;
   int64_t nodes = 0;             // 0: from the hardware profile
@@ -46,17 +47,19 @@ struct Inputs {
   std::vector<std::string> warnings;  // shown under the header: the run is likely to fail or crawl (bf16 on a V100)
 };
 
-// Registers --model/-m, --hardware, --ds-config/-c, --nodes, --gpus-per-node, --seq-len, --micro-batch,
+// Registers --model/-m, --peft, --hardware, --ds-config/-c, --nodes, --gpus-per-node, --seq-len, --micro-batch,
 // --grad-accum, --bf16/--fp16, --set, --checkpoint-activations, and the launch flags (--launcher, --omp-threads,
 // --bind-cores-to-rank, --attn-implementation) on a subcommand.
 void add_input_flags(CLI::App& sub, InputFlags& f, bool model_required = true);
 // The ds_config is read with, in order, the --micro-batch / --grad-accum overrides (core::batch_setting_changes)
 // and each --set as RunSettings::config_changes.
 core::Result<Inputs> load_inputs(const InputFlags& f);
+// The model with --peft's LoRA adapter applied; a quantised base (quantization_config) without one is refused.
+core::Result<core::ModelSpec> load_model_with_adapter(const std::string& model, const std::string& peft);
 
 // "seq 4096 (default: min(max_position_embeddings 131072, 4096); --seq-len sets it)", or "seq 2048" when given.
 std::string seq_len_text(const Inputs& in);
-// " --bf16 --set 'a.b=3'": the run-setting flags as typed again (for a trace's command line); "" when none.
+// " --peft a.json --bf16 --set 'a.b=3'": the run-setting flags as typed again (for a trace's command line); "" when none.
 std::string run_setting_flags(const InputFlags& f);
 
 // A trace's provenance: the command line as typed again, the time (UTC), a hash of each input file, the git

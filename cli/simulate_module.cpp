@@ -166,7 +166,8 @@ ordered_json summary_json(const Opts& o, const Inputs& in, const core::Plan& pla
 void print_human(const Opts& o, const Inputs& in, const core::Plan& plan, const sim::SimResult& r,
                  const sim::Summary& s, const sim::Breakdown& b, const std::vector<sim::Advice>& advice) {
   const auto& st = in.strategy;
-  std::printf("%s on %s: %lld node x %lld GPU, %s, schedule %s\n", in.model.name.c_str(), in.hardware.name.c_str(),
+  std::printf("%s (%s) on %s: %lld node x %lld GPU, %s, schedule %s\n", in.model.name.c_str(),
+              core::parameter_summary(in.model).c_str(), in.hardware.name.c_str(),
               static_cast<long long>(st.run.nodes), static_cast<long long>(st.run.gpus_per_node), st.source.c_str(),
               o.schedule.c_str());
   std::printf("ZeRO-%d, optimizer %s, params %s, %s, %s, micro batch %lld, GA %lld\n", st.zero.stage,

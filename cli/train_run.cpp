@@ -73,6 +73,8 @@ bool TrainRun::load_and_check_inputs() {
   auto loaded = load_inputs(flags);
   if (!loaded) return fail(loaded.error().message, exit_code_for(loaded.error()));
   in = std::move(*loaded);
+  if (const std::string why = core::engine_refusal(in->model); !why.empty())
+    return fail(in->model.source + ": " + why, 2);
   if (in->strategy.world() != G.world)
     return fail("--nodes x --gpus-per-node = " + std::to_string(in->strategy.world()) + " ranks, but mpirun started " +
                     std::to_string(G.world),

@@ -156,8 +156,13 @@ std::vector<KeyValueSection> summary_sections(const Prediction& p) {
 std::vector<KeyValueSection> model_sections(const core::ModelSpec& m, const core::Strategy& s) {
   const auto f = core::flops_per_token(m, s.run.seq_len);
   const int64_t tokens = s.train_batch_size * s.run.seq_len;
+  // With an adapter, PEFT's "trainable params" beside the total (which counts the adapter, as PEFT does).
+  const int64_t all = core::parameter_count(m), trainable = core::trainable_parameter_count(m);
+  QString params = QString::number(all / 1e9, 'f', 2) + QStringLiteral(" B");
+  if (trainable != all)
+    params += QStringLiteral(", %1 M trainable (%2%)").arg(trainable / 1e6, 0, 'f', 1).arg(100.0 * trainable / all, 0, 'f', 2);
   return {{QStringLiteral("Model"),
-           {{QStringLiteral("parameters"), QString::number(core::parameter_count(m) / 1e9, 'f', 2) + QStringLiteral(" B"), {}, false},
+           {{QStringLiteral("parameters"), params, {}, false},
             {QStringLiteral("layers × hidden"),
              QStringLiteral("%1 × %2, %3 heads").arg(m.layers).arg(m.hidden).arg(m.heads),
              QStringLiteral("%1 layers, hidden %2, %3 heads (%4 KV), FFN %5, vocab %6")

@@ -174,6 +174,7 @@ QWidget* ExploreTab::build_inputs() {
   mrow->addWidget(model_combo_, 1);
   mrow->addWidget(import);
   ml->addLayout(mrow);
+  ml->addWidget(build_adapter(mg));
   card_view_ = plain(new QTreeView(mg));
   card_view_->setModel(&card_);
   card_view_->setHeaderHidden(true);
@@ -304,7 +305,7 @@ QWidget* ExploreTab::build_inputs() {
     const std::string ref = model_combo_->currentData().toString().toStdString();
     auto m = core::load_model(ref);
     if (!m) return show_error(fmt::qs(m.error().message)), sync_form();
-    auto s = with_model(*scenario_, *m);
+    auto s = with_model(*scenario_, with_adapter(*m));
     if (!s) return show_error(fmt::qs(s.error().message)), sync_form();
     s->refs.model = ref;
     install(std::move(*s));
@@ -445,6 +446,7 @@ bool ExploreTab::open(const InputRefs& refs, const RunOverrides& run) {
     show_error(fmt::qs(s.error().message));
     return false;
   }
+  if (auto a = with_model(*s, with_adapter(s->model))) s = std::move(a);
   install(std::move(*s));
   return true;
 }
@@ -572,6 +574,7 @@ void ExploreTab::sync_form() {
   edits_[Knob::max_live_parameters]->setEnabled(z3);
   combos_[Knob::offload_param]->setEnabled(z3);
   checkpointing_->setChecked(s.strategy.activation_checkpointing.enabled);
+  sync_adapter();
   syncing_ = false;
 }
 

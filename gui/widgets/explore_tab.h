@@ -58,6 +58,23 @@ class ExploreTab : public QWidget {
   bool apply_suggestion(int row);
   bool set_knob(Knob k, const std::string& value);
 
+  // What trains (the Fine-tune choice, explore_tab_adapter.cpp): the whole model, a LoRA adapter, or QLoRA (LoRA on
+  // a 4-bit NF4 base stored in the model dtype, as ZeRO-3 needs). The form builds the model's core::AdapterSpec.
+  enum class Adapter { full, lora, qlora };
+  struct AdapterForm {
+    Adapter kind = Adapter::full;
+    int r = 16;
+    int alpha = 32;
+    bool attention_only = false;  // q,k,v,o (GPT-2: attn.c_attn, attn.c_proj); else "all-linear"
+    bool double_quant = true;     // QLoRA's bnb_4bit_use_double_quant
+  };
+  bool set_adapter(const AdapterForm& f);
+  AdapterForm adapter_form() const { return adapter_form_; }
+  // A PEFT adapter_config.json: its LoRA spec replaces the form's rank, alpha and targets until they are edited.
+  bool load_peft(const QString& path);
+  // PEFT's print_trainable_parameters line for the current model ("trainable params: … || all params: … || …").
+  QString trainable_text() const;
+
   // Called after every change of the scenario (other tabs mark their results stale).
   void on_changed(std::function<void()> f) { changed_ = std::move(f); }
   // The window answers the buttons that need a file dialog (Import HF…, Load…, Save…).
@@ -74,6 +91,10 @@ class ExploreTab : public QWidget {
  private:
   QWidget* build_inputs();
   QWidget* build_results();
+  QWidget* build_adapter(QWidget* parent);
+  core::ModelSpec with_adapter(core::ModelSpec m);  // the form's adapter on `m` (a 4-bit file turns Full into QLoRA)
+  bool apply_adapter();
+  void sync_adapter();
   void install(Scenario s);  // evaluate and refresh every view
   void sync_form();
   void show_error(const QString& e);
@@ -100,6 +121,14 @@ class ExploreTab : public QWidget {
   std::map<Knob, QSpinBox*> spins_;
   std::map<Knob, QLineEdit*> edits_;
   QCheckBox* checkpointing_ = nullptr;
+  AdapterForm adapter_form_;
+  std::optional<core::LoraSpec> peft_;  // loaded by load_peft; dropped when rank, alpha or targets are edited
+  QComboBox* adapter_combo_ = nullptr;
+  QSpinBox* rank_spin_ = nullptr;
+  QSpinBox* alpha_spin_ = nullptr;
+  QComboBox* targets_combo_ = nullptr;
+  QCheckBox* double_quant_ = nullptr;
+  QLabel* trainable_ = nullptr;
   QLabel* verdict_ = nullptr;
   QLabel* subtitle_ = nullptr;
   QLabel* error_label_ = nullptr;

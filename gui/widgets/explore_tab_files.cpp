@@ -14,7 +14,7 @@ bool ExploreTab::import_hf_config(const QString& path) {
   if (!scenario_) return false;
   auto m = core::import_hf_config(path.toStdString());
   if (!m) return show_error(fmt::qs(m.error().message)), false;
-  auto s = with_model(*scenario_, *m);
+  auto s = with_model(*scenario_, with_adapter(*m));
   if (!s) return show_error(fmt::qs(s.error().message)), false;
   s->refs.model = path.toStdString();
   if (model_combo_->findData(path) < 0) model_combo_->addItem(QStringLiteral("HF: ") + fmt::qs(m->name), path);

@@ -9,7 +9,9 @@ for m in "$root"/models/*.json; do
   for h in "$root"/configs/hardware/*.json; do
     for c in "$root"/configs/deepspeed/*.json; do
       n=$((n+1))
-      "$bin" fit --model "$m" --hardware "$h" --ds-config "$c" --json >"$out/$n.json" 2>"$out/$n.err"
+      # A bitsandbytes-quantised base trains only an adapter (QLoRA): fit refuses it without --peft.
+      peft=(); grep -q '"quantization_config"' "$m" && peft=(--peft "$root/configs/peft/qlora-r64-all-linear.json")
+      "$bin" fit --model "$m" "${peft[@]}" --hardware "$h" --ds-config "$c" --json >"$out/$n.json" 2>"$out/$n.err"
       rc=$?
       echo "$rc $m $h $c" >"$out/$n.rc"
       if [ $rc -gt 1 ]; then

@@ -76,8 +76,9 @@ word() { sed -nE 's/^verdict: (FITS|TIGHT|DOES NOT FIT)( \(|: ).*/\1/p' "$1"; }
 for m in "$root"/models/*.json; do
   for c in "$root"/configs/deepspeed/*.json; do
     n=$((n+1))
-    "$bin" plan --model "$m" --hardware dgx2 --ds-config "$c" >"$tmp/p" 2>"$tmp/e"; prc=$?
-    "$bin" fit --model "$m" --hardware dgx2 --ds-config "$c" >"$tmp/f" 2>&1; frc=$?
+    peft=(); grep -q '"quantization_config"' "$m" && peft=(--peft "$root/configs/peft/qlora-r64-all-linear.json")
+    "$bin" plan --model "$m" "${peft[@]}" --hardware dgx2 --ds-config "$c" >"$tmp/p" 2>"$tmp/e"; prc=$?
+    "$bin" fit --model "$m" "${peft[@]}" --hardware dgx2 --ds-config "$c" >"$tmp/f" 2>&1; frc=$?
     [ $prc -le 1 ] || { err "plan rc=$prc for $m $c"; cat "$tmp/e"; }
     [ $prc -eq $frc ] || err "plan rc=$prc but fit rc=$frc for $m $c"
     pw=$(word "$tmp/p"); fw=$(word "$tmp/f")

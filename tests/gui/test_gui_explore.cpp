@@ -169,6 +169,60 @@ class TestGuiExplore : public QObject {
     QVERIFY(tab.last_error().isEmpty());
   }
 
+  // The Fine-tune choice builds the model's adapter; the trainable count is PEFT's print_trainable_parameters line.
+  void adapterChoiceChangesTheTrainableCount() {
+    ExploreTab tab;
+    tab.show();
+    QVERIFY(tab.open({"llama2-7b", "dgx-a100-80gb", "zero3"}));
+    auto* trainable = tab.findChild<QLabel*>(QStringLiteral("trainable"));
+    auto* choice = tab.findChild<QComboBox*>(QStringLiteral("adapter"));
+    auto* targets = tab.findChild<QComboBox*>(QStringLiteral("lora_targets"));
+    QVERIFY(trainable && choice && targets);
+    QCOMPARE(trainable->text(), QStringLiteral("trainable params: 6,738,415,616 || all params: 6,738,415,616 || "
+                                               "trainable%: 100.0000"));
+    choice->setFocus();
+    QTest::keyClick(choice, Qt::Key_Down);  // Full fine-tune → LoRA (r 16, all-linear)
+    QVERIFY(tab.scenario().model.adapter.lora_enabled());
+    QVERIFY(tab.scenario().model.adapter.lora.all_linear);
+    // 32 layers × 16 × ((4096+4096)·4 + (4096+11008)·3): every Linear but lm_head.
+    QCOMPARE(trainable->text(), QStringLiteral("trainable params: 39,976,960 || all params: 6,778,392,576 || "
+                                               "trainable%: 0.5898"));
+    QVERIFY(tab.model_card()->index(0, 1, tab.model_card()->index(0, 0)).data().toString().contains(
+        QStringLiteral("40.0 M trainable")));
+    targets->setFocus();
+    QTest::keyClick(targets, Qt::Key_Down);  // attention only: q, k, v, o
+    QCOMPARE(tab.scenario().model.adapter.lora.target_modules,
+             (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj"}));
+    QVERIFY(trainable->text().startsWith(QStringLiteral("trainable params: 16,777,216 || all params: 6,755,192,832")));
+    choice->setFocus();
+    QTest::keyClick(choice, Qt::Key_Down);  // QLoRA: NF4, double quant, stored in the model dtype
+    const core::QuantSpec& q = tab.scenario().model.adapter.quant;
+    QVERIFY(q.kind == core::QuantKind::nf4);
+    QVERIFY(q.double_quant);
+    QCOMPARE(q.storage, std::string("bfloat16"));
+    QVERIFY(trainable->text().startsWith(QStringLiteral("trainable params: 16,777,216 ")));
+    QVERIFY(tab.set_adapter({}));  // back to a full fine-tune
+    QVERIFY(!tab.scenario().model.adapter.lora_enabled() && !tab.scenario().model.adapter.quant.enabled());
+    QCOMPARE(choice->currentText(), QStringLiteral("Full fine-tune"));
+    // A PEFT adapter_config.json: r 16, alpha 32 on q, k, v, o.
+    QVERIFY(tab.load_peft(QStringLiteral(ZS_TEST_DATA "/peft/lora_llama_attn.json")));
+    QCOMPARE(choice->currentText(), QStringLiteral("LoRA"));
+    QCOMPARE(tab.findChild<QSpinBox*>(QStringLiteral("lora_alpha"))->value(), 32);
+    QVERIFY(trainable->text().startsWith(QStringLiteral("trainable params: 16,777,216 ")));
+    QVERIFY(!tab.load_peft(QStringLiteral(ZS_TEST_DATA "/peft/ia3.json")));
+    QVERIFY(tab.last_error().contains(QStringLiteral("\"IA3\" is not modelled")));
+  }
+
+  void gpt2AttentionTargetsAreItsAttentionModules() {
+    ExploreTab tab;
+    QVERIFY(tab.open({"gpt2-124m", "dgx-a100-80gb", "zero2"}));
+    QVERIFY(tab.set_adapter({.kind = ExploreTab::Adapter::lora, .r = 16, .alpha = 32, .attention_only = true}));
+    // c_proj alone would also match mlp.c_proj (PEFT matches name suffixes), so the attention ones are qualified.
+    QCOMPARE(tab.scenario().model.adapter.lora.target_modules, (std::vector<std::string>{"attn.c_attn", "attn.c_proj"}));
+    // 12 layers × 16 × ((768+2304) + (768+768))
+    QCOMPARE(core::trainable_parameter_count(tab.scenario().model), int64_t{884736});
+  }
+
   void hardwareFieldEditChangesTheVerdict() {
     ExploreTab tab;
     QVERIFY(tab.open({"gpt2-1.5b", "dgx2", "zero3-offload-cpu"}));
