@@ -14,6 +14,7 @@
 
 #include "gui/models/scenario.h"
 #include "gui/models/sweep.h"
+#include "gui/widgets/explore_tab.h"
 #include "gui/widgets/main_window.h"
 #include "gui/widgets/sweep_tab.h"
 
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption gpus(QStringLiteral("gpus-per-node"), QStringLiteral("GPUs per node (default: the profile's)"), QStringLiteral("G"), QStringLiteral("0"));
   const QCommandLineOption seq(QStringLiteral("seq-len"), QStringLiteral("sequence length (default: the model's)"), QStringLiteral("S"), QStringLiteral("0"));
   const QCommandLineOption ckpt(QStringLiteral("checkpoint-activations"), QStringLiteral("activation checkpointing per block (HF gradient_checkpointing)"));
+  const QCommandLineOption peft(QStringLiteral("peft"), QStringLiteral("PEFT adapter_config.json: a LoRA run on the frozen model (QLoRA on a bitsandbytes-quantised config)"), QStringLiteral("FILE"));
   const QCommandLineOption trace(QStringLiteral("trace"), QStringLiteral("measured trace JSON for the Compare tab"), QStringLiteral("T"));
   const QCommandLineOption session(QStringLiteral("session"), QStringLiteral("open a saved session"), QStringLiteral("FILE"));
   const QCommandLineOption shot(QStringLiteral("screenshot"), QStringLiteral("render --tab headless to FILE.png and exit"), QStringLiteral("FILE.png"));
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption sweep_x(QStringLiteral("sweep-x"), QStringLiteral("sweep columns, knob=v1,v2,… (e.g. micro_batch=1,2,4,8)"), QStringLiteral("AXIS"));
   const QCommandLineOption sweep_y(QStringLiteral("sweep-y"), QStringLiteral("sweep rows, knob=v1,v2,… (e.g. offload_optimizer=none,cpu,nvme)"), QStringLiteral("AXIS"));
   const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("window size WxH"), QStringLiteral("WxH"), QStringLiteral("1600x1000"));
-  for (const auto& o : {model, hardware, config, nodes, gpus, seq, ckpt, trace, session, shot, tab, sweep_x, sweep_y, size}) p.addOption(o);
+  for (const auto& o : {model, hardware, config, nodes, gpus, seq, ckpt, peft, trace, session, shot, tab, sweep_x, sweep_y, size}) p.addOption(o);
   p.process(app);
 
   const QString tab_name = p.value(tab).toLower();
@@ -89,6 +91,7 @@ int main(int argc, char** argv) {
     zs::gui::InputRefs refs{p.value(model).toStdString(), p.value(hardware).toStdString(), p.value(config).toStdString()};
     zs::gui::RunOverrides run{p.value(nodes).toLongLong(), p.value(gpus).toLongLong(), p.value(seq).toLongLong(), p.isSet(ckpt)};
     ok = win.open(refs, run);
+    if (ok && p.isSet(peft)) ok = win.explore()->load_peft(p.value(peft));
   }
   if (!ok) std::fprintf(stderr, "zerosim-gui: %s\n", qPrintable(win.last_error()));
   if (p.isSet(sweep_x) || p.isSet(sweep_y)) {

@@ -21,7 +21,9 @@ mkdir -p "$tmp/nvme"
   --steps 12 --write-device-profile "$tmp/host.json" --trace "$tmp/measured.json" >/dev/null
 
 gui="$build/bin/zerosim-gui"
-"$gui" --screenshot "$out/explore.png" --tab explore -m llama2-13b --hardware $hw -c zero2-offload-cpu
+# Explore: QLoRA of Llama-3-8B on a 24 GB card (the adapter choice and PEFT's trainable-params line).
+"$gui" --screenshot "$out/explore.png" --tab explore -m llama3-8b-bnb-4bit --peft "$root/configs/peft/qlora-r64-all-linear.json" \
+  --hardware rtx4090-workstation -c zero2 --seq-len 2048 --checkpoint-activations
 "$gui" --screenshot "$out/simulate.png" --tab simulate -m $model --hardware $hw -c zero2-offload-cpu
 "$gui" --screenshot "$out/compare.png" --tab compare -m "$small" --hardware "$tmp/host.json" -c "$small_cfg" --seq-len 64 \
   --trace "$tmp/measured.json"
