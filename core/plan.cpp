@@ -136,7 +136,8 @@ nlohmann::ordered_json layout_to_json(const Layout& l) {
                       {"part", p.part},
                       {"persistent", p.persistent},
                       {"lp_home", to_string(p.lp_home)},
-                      {"group", p.group}});
+                      {"group", p.group},
+                      {"trainable", p.trainable}});
   ordered_json groups = ordered_json::array();
   for (const auto& g : l.groups)
     groups.push_back({{"first", g.first},
@@ -145,7 +146,7 @@ nlohmann::ordered_json layout_to_json(const Layout& l) {
                       {"tier", to_string(g.tier)},
                       {"layer", g.layer}});
   return {{"stage", l.stage},       {"world", l.world},   {"flat_partition", l.flat_partition},
-          {"partition_elements", l.partition_elements},
+          {"partition_elements", l.partition_elements}, {"frozen_elements", l.frozen_elements},
           {"lp_cpu_flat_elements", l.lp_cpu_flat_elements}, {"lp_reuse_buffer_elements", l.lp_reuse_buffer_elements},
           {"sub_groups", l.sub_groups}, {"params", params}, {"groups", groups}};
 }
