@@ -12,8 +12,8 @@
 //   except llm_int8_skip_modules and the output embedding (get_keys_to_not_convert).
 // DeepSpeed then casts every floating parameter to the model dtype (engine.py _cast_module_mixed_precision): the
 // adapter and the unquantised frozen weights are 16-bit; a packed 4-bit weight is untouched.
-#include <algorithm>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -107,14 +107,14 @@ bool bias_trains(const LoraSpec& l, const TensorInfo& t, bool layer_targeted) {
 void apply_adapter(const ModelSpec& m, std::vector<TensorInfo>& tensors) {
   const AdapterSpec& a = m.adapter;
   if (!a.lora_enabled() && !a.quant.enabled()) return;
-  std::vector<std::string> targeted_layers;
+  std::unordered_set<std::string> targeted_layers;  // a MoE model with all-linear targets tens of thousands
   for (const auto& t : tensors)
-    if (targeted(m, t)) targeted_layers.push_back(layer_of(t));
+    if (targeted(m, t)) targeted_layers.insert(layer_of(t));
   std::vector<TensorInfo> out;
   out.reserve(tensors.size() * 2);
   for (const auto& t : tensors) {
     const std::string layer = layer_of(t);
-    const bool exact_target = std::find(targeted_layers.begin(), targeted_layers.end(), layer) != targeted_layers.end();
+    const bool exact_target = targeted_layers.count(layer) > 0;
     if (a.lora_enabled() && !t.tied && matches(layer, a.lora.modules_to_save) && !exact_target) {
       TensorInfo original = moved(t, ".original_module");
       original.trainable = false;

@@ -10,8 +10,6 @@ namespace zs::core {
 namespace sched {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 const char* kind_suffix(TensorKind k) {
   switch (k) {
     case TensorKind::lp_param: return "";

@@ -240,7 +240,11 @@ TEST_CASE("module roles from the names, GPT-2's and Llama's, and their names bot
                                          "mlp_in",    "mlp_out",   "norm", "qkv", "attn_out", "norm",
                                          "mlp_in",    "mlp_out",   "norm", "head"};
   CHECK(got == want);
-  auto role = [](const char* name) { return module_role(ModuleInfo{.name = name}); };
+  auto role = [](const char* name) {
+    ModuleInfo mod;
+    mod.name = name;
+    return module_role(mod);
+  };
   CHECK(role("model.embed_tokens") == ModuleRole::embedding);
   CHECK(role("model.layers.3.input_layernorm") == ModuleRole::norm);
   CHECK(role("model.layers.3.self_attn.k_proj") == ModuleRole::qkv);
